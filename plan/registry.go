@@ -1,0 +1,213 @@
+// Package plan holds native plans. A plan is what one Spark task asks for: a handle that owns a
+// lazy spill manager and, through it, every spill file the task's native operators create.
+// Plans and their files are reached by 64-bit handles, the only thing the JVM holds.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/spillway/spillway/spill"
+)
+
+// MaxTempDirectorySizeKey is the Spark setting that sets a plan's spill limit; a refused write
+// names it so the user knows what to raise.
+const MaxTempDirectorySizeKey = "spark.spillway.maxTempDirectorySize"
+
+// LocalDirs is a validated list of local dirs. Parse it once and reuse it for every plan: the
+// parse allocates and checks, a plan built from it does neither.
+type LocalDirs struct {
+	roots *spill.Roots
+}
+
+// ParseLocalDirs validates dirs without touching the filesystem; see spill.NewRoots.
+func ParseLocalDirs(dirs []string) (LocalDirs, error) {
+	roots, err := spill.NewRoots(dirs)
+	if err != nil {
+		return LocalDirs{}, err
+	}
+	return LocalDirs{roots: roots}, nil
+}
+
+// Registry holds the live plans and spill files of a process. It is safe for concurrent use,
+// and creating or releasing a plan takes no lock shared by all plans.
+type Registry struct {
+	plans *handleTable[*Plan]
+	files *handleTable[*fileEntry]
+	fs    spill.FS
+}
+
+// NewRegistry returns an empty registry whose plans use fsys, or the real filesystem if nil.
+func NewRegistry(fsys spill.FS) *Registry {
+	return &Registry{plans: newHandleTable[*Plan](), files: newHandleTable[*fileEntry](), fs: fsys}
+}
+
+// Plan is one native plan.
+type Plan struct {
+	spill *spill.Manager
+
+	mu       sync.Mutex
+	released bool
+	files    map[uint64]struct{} // handles of live files; nil until the first one
+}
+
+type fileEntry struct {
+	plan *Plan
+	file *spill.File
+}
+
+// CreatePlan registers a plan that may spill up to limit bytes under dirs. It touches no
+// filesystem: an unusable dir is found out at the plan's first spill file.
+func (r *Registry) CreatePlan(dirs LocalDirs, limit int64) (uint64, error) {
+	if dirs.roots == nil {
+		return 0, &ArgumentError{Reason: "local dirs were not parsed; call ParseLocalDirs"}
+	}
+	m, err := spill.New(spill.Config{Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs})
+	if err != nil {
+		return 0, err
+	}
+	return r.plans.add(&Plan{spill: m}), nil
+}
+
+// ReleasePlan deletes every file and dir the plan created and forgets the plan and its file
+// handles. A second release of the same handle fails with a *HandleError. If some file or dir
+// could not be removed, the plan is still released and the error names what was left.
+func (r *Registry) ReleasePlan(h uint64) error {
+	p, ok := r.plans.take(h)
+	if !ok {
+		return &HandleError{What: "plan", Handle: h}
+	}
+	p.mu.Lock()
+	p.released = true
+	files := p.files
+	p.files = nil
+	p.mu.Unlock()
+	for fh := range files {
+		r.files.take(fh)
+	}
+	return p.spill.Close()
+}
+
+// UsedDiskSpace is the number of bytes in the plan's live spill files.
+func (r *Registry) UsedDiskSpace(h uint64) (int64, error) {
+	p, ok := r.plans.get(h)
+	if !ok {
+		return 0, &HandleError{What: "plan", Handle: h}
+	}
+	return p.spill.Used(), nil
+}
+
+// CreateTmpFile creates a spill file for the plan and returns its handle. The plan's dir under
+// the chosen root is created here if this is the first file to land there.
+func (r *Registry) CreateTmpFile(h uint64) (uint64, error) {
+	p, ok := r.plans.get(h)
+	if !ok {
+		return 0, &HandleError{What: "plan", Handle: h}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.released {
+		return 0, &HandleError{What: "plan", Handle: h}
+	}
+	f, err := p.spill.CreateFile()
+	if err != nil {
+		return 0, err
+	}
+	fh := r.files.add(&fileEntry{plan: p, file: f})
+	if p.files == nil {
+		p.files = make(map[uint64]struct{})
+	}
+	p.files[fh] = struct{}{}
+	return fh, nil
+}
+
+func (r *Registry) file(fh uint64) (*spill.File, error) {
+	e, ok := r.files.get(fh)
+	if !ok {
+		return nil, &HandleError{What: "spill file", Handle: fh}
+	}
+	return e.file, nil
+}
+
+// Path is the absolute path of a spill file.
+func (r *Registry) Path(fh uint64) (string, error) {
+	f, err := r.file(fh)
+	if err != nil {
+		return "", err
+	}
+	return f.Path(), nil
+}
+
+// Write appends p to a spill file, whole or not at all; see spill.File.Write.
+func (r *Registry) Write(fh uint64, p []byte) error {
+	f, err := r.file(fh)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(p)
+	return err
+}
+
+// ReleaseTmpFile deletes a spill file and gives its bytes back to its plan.
+func (r *Registry) ReleaseTmpFile(fh uint64) error {
+	e, ok := r.files.take(fh)
+	if !ok {
+		return &HandleError{What: "spill file", Handle: fh}
+	}
+	e.plan.mu.Lock()
+	delete(e.plan.files, fh)
+	e.plan.mu.Unlock()
+	if err := e.file.Release(); err != nil && !errors.Is(err, spill.ErrFileReleased) {
+		return err
+	}
+	return nil
+}
+
+// LivePlans and LiveFiles count what is registered, for leak checks.
+func (r *Registry) LivePlans() int { return r.plans.len() }
+func (r *Registry) LiveFiles() int { return r.files.len() }
+
+// HandleError is a handle that names no live plan or file: released, never issued, or forged.
+type HandleError struct {
+	What   string // "plan" or "spill file"
+	Handle uint64
+}
+
+func (e *HandleError) Error() string {
+	return fmt.Sprintf("spillway: no live %s has handle %d: it was released already, or never issued", e.What, int64(e.Handle))
+}
+
+// ArgumentError is a bad argument from the caller; nothing was changed.
+type ArgumentError struct {
+	Reason string
+}
+
+func (e *ArgumentError) Error() string { return "spillway: " + e.Reason }
+
+// ErrorKind sorts errors into the few kinds a caller reacts to differently.
+type ErrorKind int
+
+const (
+	// KindIO is a filesystem failure; the error names the path and the OS cause.
+	KindIO ErrorKind = iota
+	// KindInvalidArgument is a bad argument or configuration; nothing was changed.
+	KindInvalidArgument
+	// KindInvalidHandle is an unknown, released or forged handle.
+	KindInvalidHandle
+	// KindLimitExceeded is a write refused by the plan's spill limit; nothing was written.
+	KindLimitExceeded
+)
+
+// Classify tells which kind err is.
+func Classify(err error) ErrorKind {
+	switch {
+	case errors.As(err, new(*spill.LimitError)):
+		return KindLimitExceeded
+	case errors.As(err, new(*spill.ConfigError)), errors.As(err, new(*ArgumentError)):
+		return KindInvalidArgument
+	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased):
+		return KindInvalidHandle
+	}
+	return KindIO
+}

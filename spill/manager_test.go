@@ -1,0 +1,522 @@
+package spill
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tree lists every path below the roots with its mode, to compare a filesystem before and after.
+func tree(t *testing.T, roots ...string) map[string]fs.FileMode {
+	t.Helper()
+	out := map[string]fs.FileMode{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			out[path] = info.Mode()
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// planDirs lists the plan dirs directly inside root.
+func planDirs(t *testing.T, root string) []string {
+	t.Helper()
+	matches, err := filepath.Glob(filepath.Join(root, DirPrefix+"*"))
+	require.NoError(t, err)
+	return matches
+}
+
+func tempRoots(t *testing.T, n int) []string {
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return dirs
+}
+
+func newManager(t *testing.T, dirs []string, limit int64, fsys FS) *Manager {
+	t.Helper()
+	roots, err := NewRoots(dirs)
+	require.NoError(t, err)
+	m, err := New(Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// recordingFS counts the operations that reach the filesystem.
+func recordingFS(ops *[]string, mu *sync.Mutex) *FaultFS {
+	return &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
+		mu.Lock()
+		*ops = append(*ops, op.String()+" "+path)
+		mu.Unlock()
+		return 0
+	}}
+}
+
+func write(t *testing.T, f *File, n int) {
+	t.Helper()
+	w, err := f.Write(make([]byte, n))
+	require.NoError(t, err)
+	require.Equal(t, n, w)
+}
+
+func TestBuildAndCloseUnusedTouchNoFilesystem(t *testing.T) {
+	dirs := tempRoots(t, 3)
+	before := tree(t, dirs...)
+	var ops []string
+	var mu sync.Mutex
+	m := newManager(t, dirs, 100, recordingFS(&ops, &mu))
+	require.NoError(t, m.Close())
+	assert.Empty(t, ops)
+	assert.Equal(t, before, tree(t, dirs...))
+}
+
+func TestFirstFileCreatesOneDirAndLaterFilesReuseIt(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	m := newManager(t, dirs, 1<<20, nil)
+
+	f1, err := m.CreateFile()
+	require.NoError(t, err)
+	pd := planDirs(t, dirs[0])
+	require.Len(t, pd, 1)
+	assert.Equal(t, pd[0], filepath.Dir(f1.Path()))
+	info, err := os.Stat(pd[0])
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeDir|0o700, info.Mode())
+	info, err = os.Lstat(f1.Path())
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), info.Mode())
+
+	f2, err := m.CreateFile()
+	require.NoError(t, err)
+	assert.Equal(t, pd, planDirs(t, dirs[0]))
+	assert.Equal(t, pd[0], filepath.Dir(f2.Path()))
+	assert.NotEqual(t, f1.Path(), f2.Path())
+}
+
+func TestRootGetsItsDirOnlyWhenAFileLandsThere(t *testing.T) {
+	dirs := tempRoots(t, 2)
+	m := newManager(t, dirs, 1<<20, nil)
+
+	f1, err := m.CreateFile()
+	require.NoError(t, err)
+	first := slicesIndexRoot(dirs, f1.Path())
+	other := 1 - first
+	assert.Len(t, planDirs(t, dirs[first]), 1)
+	assert.Empty(t, planDirs(t, dirs[other]), "a root with no file must have no plan dir")
+
+	f2, err := m.CreateFile()
+	require.NoError(t, err)
+	assert.Equal(t, other, slicesIndexRoot(dirs, f2.Path()), "files go round-robin over the roots")
+	assert.Len(t, planDirs(t, dirs[other]), 1)
+	assert.Len(t, planDirs(t, dirs[first]), 1)
+}
+
+func slicesIndexRoot(roots []string, path string) int {
+	for i, r := range roots {
+		if strings.HasPrefix(path, r+string(filepath.Separator)) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestPlansHaveSeparateDirsAndSeparateLimits(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	a := newManager(t, dirs, 10, nil)
+	b := newManager(t, dirs, 10, nil)
+	fa, err := a.CreateFile()
+	require.NoError(t, err)
+	fb, err := b.CreateFile()
+	require.NoError(t, err)
+	assert.NotEqual(t, filepath.Dir(fa.Path()), filepath.Dir(fb.Path()))
+	assert.Len(t, planDirs(t, dirs[0]), 2)
+
+	write(t, fa, 8)
+	write(t, fb, 8)
+	_, err = fa.Write(make([]byte, 8))
+	var limitErr *LimitError
+	require.ErrorAs(t, err, &limitErr)
+	assert.Equal(t, LimitError{Limit: 10, Used: 8, Request: 8, Setting: "test.limit"}, *limitErr)
+	assert.Contains(t, err.Error(), "test.limit")
+	assert.Equal(t, int64(8), a.Used())
+
+	fb2, err := b.CreateFile()
+	require.NoError(t, err)
+	write(t, fb2, 2)
+	assert.Equal(t, int64(10), b.Used())
+}
+
+func TestWriteOverLimitWritesNothing(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	m := newManager(t, dirs, 100, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	write(t, f, 60)
+	n, err := f.Write(make([]byte, 41))
+	assert.Zero(t, n)
+	var limitErr *LimitError
+	require.ErrorAs(t, err, &limitErr)
+	assert.Equal(t, int64(60), m.Used())
+	assertFileSize(t, f.Path(), 60)
+	write(t, f, 40) // exactly at the limit is allowed
+	assert.Equal(t, int64(100), m.Used())
+}
+
+func assertFileSize(t *testing.T, path string, size int64) {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, size, info.Size())
+}
+
+func TestFailedWriteGivesBackEveryByte(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			dirs := tempRoots(t, 1)
+			var fail bool
+			fsys := &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
+				if op == OpWrite && fail {
+					return errno
+				}
+				return 0
+			}}
+			m := newManager(t, dirs, 1000, fsys)
+			f, err := m.CreateFile()
+			require.NoError(t, err)
+			write(t, f, 100)
+
+			fail = true
+			n, err := f.Write(make([]byte, 300))
+			assert.Zero(t, n)
+			require.ErrorIs(t, err, errno)
+			var pathErr *fs.PathError
+			require.ErrorAs(t, err, &pathErr)
+			assert.Equal(t, f.Path(), pathErr.Path)
+			assert.Equal(t, int64(100), m.Used(), "a failed write must give back its reservation")
+			assert.Equal(t, int64(100), f.Size())
+			assertFileSize(t, f.Path(), 100) // the half-written tail was truncated away
+
+			fail = false
+			write(t, f, 900)
+			assert.Equal(t, int64(1000), m.Used())
+			assertFileSize(t, f.Path(), 1000)
+		})
+	}
+}
+
+func TestReleaseReturnsBytesAndDeletes(t *testing.T) {
+	dirs := tempRoots(t, 2)
+	m := newManager(t, dirs, 1<<20, nil)
+	var files []*File
+	for i := range 5 {
+		f, err := m.CreateFile()
+		require.NoError(t, err)
+		write(t, f, 1000*(i+1))
+		write(t, f, 7) // a file kept open across writes counts every byte
+		files = append(files, f)
+	}
+	assert.Equal(t, int64(15000+35), m.Used())
+	for _, f := range files {
+		require.NoError(t, f.Release())
+		_, err := os.Lstat(f.Path())
+		assert.ErrorIs(t, err, fs.ErrNotExist)
+		assert.ErrorIs(t, f.Release(), ErrFileReleased)
+		_, err = f.Write([]byte{1})
+		assert.ErrorIs(t, err, ErrFileReleased)
+	}
+	assert.Zero(t, m.Used())
+}
+
+func TestHealsAPlanDirRemovedBehindItsBack(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	m := newManager(t, dirs, 1<<20, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	write(t, f, 10)
+	require.NoError(t, os.RemoveAll(filepath.Dir(f.Path()))) // a tmp cleaner
+
+	g, err := m.CreateFile()
+	require.NoError(t, err)
+	write(t, g, 10)
+	assert.Len(t, planDirs(t, dirs[0]), 1)
+	assert.NotEqual(t, filepath.Dir(f.Path()), filepath.Dir(g.Path()))
+
+	require.NoError(t, f.Release(), "releasing a file a cleaner already deleted is not an error")
+	assert.Equal(t, int64(10), m.Used())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, dirs[0]))
+}
+
+func TestCloseRemovesAllItCreatedAndNothingElse(t *testing.T) {
+	dirs := tempRoots(t, 3)
+	// Things that are not the plan's: a file and a dir in a root, and a dir named like a plan dir.
+	require.NoError(t, os.WriteFile(filepath.Join(dirs[0], "someone-elses"), []byte("keep"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dirs[1], DirPrefix+"other"), 0o700))
+	before := tree(t, dirs...)
+
+	m := newManager(t, dirs, 1<<20, nil)
+	for range 7 {
+		f, err := m.CreateFile()
+		require.NoError(t, err)
+		write(t, f, 100)
+	}
+	released, err := m.CreateFile()
+	require.NoError(t, err)
+	require.NoError(t, released.Release())
+	assert.Len(t, tree(t, dirs...), len(before)+3+7, "3 plan dirs, 7 live files")
+
+	require.NoError(t, m.Close())
+	assert.Equal(t, before, tree(t, dirs...))
+	assert.Zero(t, m.Used())
+	require.NoError(t, m.Close(), "Close twice is harmless")
+
+	_, err = m.CreateFile()
+	assert.ErrorIs(t, err, ErrClosed)
+}
+
+func TestCloseLeavesAForeignFileAndSaysSo(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	m := newManager(t, dirs, 1<<20, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	foreign := filepath.Join(filepath.Dir(f.Path()), "not-ours")
+	require.NoError(t, os.WriteFile(foreign, []byte("x"), 0o600))
+
+	err = m.Close()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Dir(f.Path()))
+	_, statErr := os.Stat(foreign)
+	assert.NoError(t, statErr, "a file the plan did not create is never deleted")
+	_, statErr = os.Stat(f.Path())
+	assert.ErrorIs(t, statErr, fs.ErrNotExist)
+}
+
+func TestFailingRootsAreSkipped(t *testing.T) {
+	good := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "missing")
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, nil, 0o600))
+
+	m := newManager(t, []string{missing, notADir, good}, 1<<20, nil)
+	for range 4 {
+		f, err := m.CreateFile()
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(f.Path(), good+"/"), f.Path())
+	}
+	assert.Len(t, planDirs(t, good), 1)
+}
+
+func TestInjectedRootFaultsAreSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		op    Op
+		errno syscall.Errno
+	}{{OpMkdir, syscall.EACCES}, {OpMkdir, syscall.ENOSPC}, {OpCreate, syscall.ENOSPC}, {OpCreate, syscall.EIO}} {
+		t.Run(tc.op.String()+"-"+tc.errno.Error(), func(t *testing.T) {
+			dirs := tempRoots(t, 2)
+			bad := dirs[0]
+			fsys := &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
+				if op == tc.op && strings.HasPrefix(path, bad+"/") {
+					return tc.errno
+				}
+				return 0
+			}}
+			m := newManager(t, dirs, 1<<20, fsys)
+			for range 3 {
+				f, err := m.CreateFile()
+				require.NoError(t, err)
+				assert.True(t, strings.HasPrefix(f.Path(), dirs[1]+"/"))
+			}
+			require.NoError(t, m.Close())
+			assert.Empty(t, planDirs(t, bad))
+			assert.Empty(t, planDirs(t, dirs[1]))
+		})
+	}
+}
+
+func TestEveryRootFailingNamesEachRootAndCause(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "no-such-a"), filepath.Join(base, "no-such-b")
+	m := newManager(t, []string{a, b}, 1<<20, nil)
+	_, err := m.CreateFile()
+	var noRoot *NoUsableRootError
+	require.ErrorAs(t, err, &noRoot)
+	require.Len(t, noRoot.Failures, 2)
+	assert.Equal(t, a, noRoot.Failures[0].Root)
+	assert.Equal(t, b, noRoot.Failures[1].Root)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	assert.Contains(t, err.Error(), a+": mkdir "+a+"/"+DirPrefix)
+	assert.Contains(t, err.Error(), "no such file or directory")
+	assert.Contains(t, err.Error(), b)
+	assert.Zero(t, m.Used())
+	require.NoError(t, m.Close())
+	assert.NoDirExists(t, a)
+}
+
+func TestBadConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"no dirs", nil, "no local dirs"},
+		{"empty list", []string{}, "no local dirs"},
+		{"empty string", []string{"/tmp", ""}, "#1 is an empty string"},
+		{"relative", []string{"spill"}, `"spill" is a relative path`},
+		{"dot relative", []string{"./x"}, "relative path"},
+		{"NUL", []string{"/tmp/a\x00b"}, "NUL"},
+		{"duplicate", []string{"/data/a", "/data/b", "/data/a/"}, `"/data/a" is given twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewRoots(tc.dirs)
+			var cfgErr *ConfigError
+			require.ErrorAs(t, err, &cfgErr)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	roots, err := NewRoots([]string{"/tmp"})
+	require.NoError(t, err)
+	_, err = New(Config{Roots: roots, Limit: -1})
+	var cfgErr *ConfigError
+	require.ErrorAs(t, err, &cfgErr)
+	assert.Contains(t, err.Error(), "negative")
+	_, err = New(Config{Limit: 1})
+	require.ErrorAs(t, err, &cfgErr)
+}
+
+func TestZeroLimitRefusesEveryByte(t *testing.T) {
+	m := newManager(t, tempRoots(t, 1), 0, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	_, err = f.Write([]byte{1})
+	var limitErr *LimitError
+	require.ErrorAs(t, err, &limitErr)
+	n, err := f.Write(nil)
+	assert.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestCreateExclusiveNeverFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	require.NoError(t, os.WriteFile(target, []byte("precious"), 0o600))
+	link := filepath.Join(dir, "link")
+	require.NoError(t, os.Symlink(target, link))
+	dangling := filepath.Join(dir, "dangling")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "nowhere"), dangling))
+
+	_, err := OSFS{}.CreateExclusive(link, fileMode)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	_, err = OSFS{}.CreateExclusive(dangling, fileMode)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	assert.NoFileExists(t, filepath.Join(dir, "nowhere"))
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "precious", string(got))
+	assert.ErrorIs(t, OSFS{}.Mkdir(link, dirMode), fs.ErrExist)
+}
+
+func TestReadBackWhatWasWritten(t *testing.T) {
+	m := newManager(t, tempRoots(t, 1), 1<<20, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	_, err = f.Write([]byte("hello, "))
+	require.NoError(t, err)
+	_, err = f.Write([]byte("spill"))
+	require.NoError(t, err)
+	buf := make([]byte, 12)
+	n, err := f.ReadAt(buf, 0)
+	require.NoError(t, err)
+	assert.Equal(t, "hello, spill", string(buf[:n]))
+}
+
+func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
+	const limit, chunk, writers = 100_000, 1_000, 8
+	m := newManager(t, tempRoots(t, 2), limit, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var written int64
+	var refused int
+	for range writers {
+		wg.Go(func() {
+			f, err := m.CreateFile()
+			if !assert.NoError(t, err) {
+				return
+			}
+			for range 30 {
+				_, err := f.Write(make([]byte, chunk))
+				mu.Lock()
+				if err == nil {
+					written += chunk
+				} else if errors.As(err, new(*LimitError)) {
+					refused++
+				} else {
+					t.Errorf("unexpected error %v", err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(limit), written, "writers race to exactly the limit")
+	assert.Equal(t, writers*30-limit/chunk, refused)
+	assert.Equal(t, written, m.Used())
+	require.NoError(t, m.Close())
+	assert.Zero(t, m.Used())
+}
+
+func TestCloseRacesWithWritesAndCreates(t *testing.T) {
+	for range 20 {
+		dirs := tempRoots(t, 2)
+		m := newManager(t, dirs, 1<<30, nil)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 20 {
+					f, err := m.CreateFile()
+					if err != nil {
+						assert.ErrorIs(t, err, ErrClosed)
+						return
+					}
+					if _, err := f.Write(make([]byte, 64)); err != nil {
+						assert.ErrorIs(t, err, ErrFileReleased)
+						return
+					}
+					if err := f.Release(); err != nil {
+						assert.ErrorIs(t, err, ErrFileReleased)
+					}
+				}
+			})
+		}
+		require.NoError(t, m.Close())
+		wg.Wait()
+		assert.Zero(t, m.Used())
+		assert.Empty(t, planDirs(t, dirs[0]))
+		assert.Empty(t, planDirs(t, dirs[1]))
+	}
+}
+
+func TestLimitErrorMessageIsReadable(t *testing.T) {
+	err := &LimitError{Limit: 100 << 30, Used: 100<<30 - 10, Request: 64 << 10, Setting: "spark.spillway.maxTempDirectorySize"}
+	assert.Equal(t, "spill limit exceeded: writing 64.0 KiB (65536 bytes) more would take this plan's spill files from "+
+		"100.0 GiB (107374182390 bytes) to 100.0 GiB (107374247926 bytes), over its limit of 100.0 GiB (107374182400 bytes); "+
+		"raise spark.spillway.maxTempDirectorySize, or give the plan more memory so it spills less", err.Error())
+}
