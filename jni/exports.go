@@ -1,0 +1,122 @@
+// Command jni is libspillway.so, the JNI library behind spillway.NativeSpill (build it with
+// -buildmode=c-shared). It converts JNI values to Go values and errors to Java exceptions, and
+// nothing else: the logic lives in package plan. Every entry point recovers panics, because a Go
+// panic that escapes into the JVM aborts the executor.
+package main
+
+/*
+#include "native.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/spillway/spillway/plan"
+)
+
+func main() {}
+
+// registry holds every plan of this JVM.
+var registry = plan.NewRegistry(nil)
+
+//export Java_spillway_NativeSpill_createPlan
+func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize C.jlong) (handle C.jlong) {
+	defer recoverPanic(env)
+	if localDirs == 0 {
+		throw(env, argumentError("localDirs is null; pass the executor's local dirs"))
+		return 0
+	}
+	dirs, err := parsedLocalDirs(env, localDirs)
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	h, err := registry.CreatePlan(dirs, int64(maxTempDirectorySize))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(h)
+}
+
+//export Java_spillway_NativeSpill_releasePlan
+func Java_spillway_NativeSpill_releasePlan(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ReleasePlan(uint64(planHandle)); err != nil {
+		throw(env, err)
+	}
+}
+
+//export Java_spillway_NativeSpill_usedDiskSpace
+func Java_spillway_NativeSpill_usedDiskSpace(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) C.jlong {
+	defer recoverPanic(env)
+	used, err := registry.UsedDiskSpace(uint64(planHandle))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(used)
+}
+
+//export Java_spillway_NativeSpill_createTmpFile
+func Java_spillway_NativeSpill_createTmpFile(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) C.jlong {
+	defer recoverPanic(env)
+	fh, err := registry.CreateTmpFile(uint64(planHandle))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(fh)
+}
+
+//export Java_spillway_NativeSpill_path
+func Java_spillway_NativeSpill_path(env *C.JNIEnv, _ C.jclass, file C.jlong) C.jstring {
+	defer recoverPanic(env)
+	path, err := registry.Path(uint64(file))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return javaString(env, path)
+}
+
+//export Java_spillway_NativeSpill_write
+func Java_spillway_NativeSpill_write(env *C.JNIEnv, _ C.jclass, file C.jlong, buf C.jobject, offset, length C.jint) C.jint {
+	defer recoverPanic(env)
+	data, release, err := bufferBytes(env, buf, offset, length)
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	defer release()
+	if err := registry.Write(uint64(file), data); err != nil {
+		throw(env, err)
+		return 0
+	}
+	return length
+}
+
+//export Java_spillway_NativeSpill_releaseTmpFile
+func Java_spillway_NativeSpill_releaseTmpFile(env *C.JNIEnv, _ C.jclass, file C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ReleaseTmpFile(uint64(file)); err != nil {
+		throw(env, err)
+	}
+}
+
+// Java_spillway_NativeSpill_noop does nothing, so that benchmarks can measure the cost of a
+// call into the library beside the calls that do work.
+//
+//export Java_spillway_NativeSpill_noop
+func Java_spillway_NativeSpill_noop(*C.JNIEnv, C.jclass) {}
+
+//export spillwayOnLoad
+func spillwayOnLoad(env *C.JNIEnv) (status C.int) {
+	defer func() {
+		if recover() != nil {
+			status = -1
+		}
+	}()
+	return C.int(initJnigi(unsafe.Pointer(env)))
+}

@@ -1,0 +1,28 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+)
+
+// BenchmarkCreateReleasePlan is the registry's share of a plan that never spills.
+func BenchmarkCreateReleasePlan(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("roots=%d", n), func(b *testing.B) {
+			_, ld := localDirs(b, n)
+			r := NewRegistry(nil)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					h, err := r.CreatePlan(ld, 100<<30)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := r.ReleasePlan(h); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
