@@ -3,28 +3,33 @@ package plan
 import (
 	crand "crypto/rand"
 	"encoding/binary"
+	mrand "math/rand/v2"
 	"sync"
-	"sync/atomic"
 )
 
-// handleTable maps 64-bit handles to values without a lock shared by all of them: handles are
-// spread over shards, each with its own lock, so concurrent plans rarely meet.
+// handleTable maps 64-bit handles to values without anything shared by all of them: a handle
+// belongs to one of many shards, each with its own lock and its own counter, and a new handle
+// goes to a shard picked at random, so concurrent plans rarely meet on a cache line.
 //
-// A handle is a bijective scramble of a counter keyed by a random per-process value. Bijective
-// means a handle is never issued twice (not before 2^64 issues), so a stale handle can never
-// reach a newer value; scrambled means handles are sparse, so a forged or corrupted one misses.
+// A handle is a keyed bijective scramble of (shard counter, shard). Bijective means a handle is
+// never issued twice (not before 2^58 issues from one shard), so a stale handle can never reach
+// a newer value; scrambled means handles are sparse, so a forged or corrupted one misses. The
+// shard is recovered from a handle by unscrambling it.
 type handleTable[T any] struct {
-	seq    atomic.Uint64
 	key    uint64
 	shards [handleShards]handleShard[T]
 }
 
-const handleShards = 64
+const (
+	shardBits    = 6
+	handleShards = 1 << shardBits
+)
 
 type handleShard[T any] struct {
-	mu sync.Mutex
-	m  map[uint64]T
-	_  [48]byte // a mutex and a map pointer, padded to a cache line so shards never share one
+	mu  sync.Mutex
+	seq uint64 // handles issued from this shard
+	m   map[uint64]T
+	_   [40]byte // a mutex, a counter and a map pointer, padded to a cache line
 }
 
 func newHandleTable[T any]() *handleTable[T] {
@@ -37,30 +42,39 @@ func newHandleTable[T any]() *handleTable[T] {
 	return t
 }
 
-// scramble is splitmix64's finaliser, a bijection on 64-bit values.
+// scramble is splitmix64's finaliser, a bijection on 64-bit values; unscramble is its inverse.
 func scramble(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
 
+func unscramble(z uint64) uint64 {
+	z ^= z>>31 ^ z>>62
+	z *= 0x319642b2d24d8ec3 // the inverse of 0x94d049bb133111eb modulo 2^64
+	z ^= z>>27 ^ z>>54
+	z *= 0x96de1b173f119089 // the inverse of 0xbf58476d1ce4e5b9 modulo 2^64
+	return z ^ z>>30 ^ z>>60
+}
+
 func (t *handleTable[T]) shard(h uint64) *handleShard[T] {
-	return &t.shards[h%handleShards]
+	return &t.shards[(unscramble(h)^t.key)&(handleShards-1)]
 }
 
 // add stores v under a new handle, never 0 (the JVM's idea of "no handle").
 func (t *handleTable[T]) add(v T) uint64 {
-	h := scramble(t.seq.Add(1) ^ t.key)
-	if h == 0 {
-		h = scramble(t.seq.Add(1) ^ t.key)
-	}
-	s := t.shard(h)
+	i := mrand.Uint64() & (handleShards - 1) // per-thread generator: no shared state
+	s := &t.shards[i]
 	s.mu.Lock()
-	s.m[h] = v
-	s.mu.Unlock()
-	return h
+	defer s.mu.Unlock()
+	for {
+		s.seq++
+		if h := scramble((s.seq<<shardBits | i) ^ t.key); h != 0 {
+			s.m[h] = v
+			return h
+		}
+	}
 }
-
 func (t *handleTable[T]) get(h uint64) (T, bool) {
 	s := t.shard(h)
 	s.mu.Lock()

@@ -126,6 +126,17 @@ func TestHandlesAreNeverReused(t *testing.T) {
 	}
 }
 
+func TestUnscrambleInvertsScramble(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, z := range []uint64{0, 1, 63, 64, 1 << 63, ^uint64(0)} {
+		assert.Equal(t, z, unscramble(scramble(z)))
+	}
+	for range 100_000 {
+		z := rng.Uint64()
+		require.Equal(t, z, unscramble(scramble(z)))
+	}
+}
+
 func TestBadConfigurationIsAnArgumentError(t *testing.T) {
 	for _, dirs := range [][]string{nil, {}, {""}, {"relative"}, {"/a", "/a"}} {
 		_, err := ParseLocalDirs(dirs)

@@ -60,17 +60,28 @@ type spillState struct {
 
 // New returns a manager that has created nothing. It makes no filesystem call.
 func New(cfg Config) (*Manager, error) {
+	m := new(Manager)
+	if err := m.Init(cfg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Init prepares a zero Manager, as New does, for a Manager embedded in a larger struct: a plan
+// that never spills then costs one allocation. It makes no filesystem call. Init must be called
+// once, before the Manager is shared.
+func (m *Manager) Init(cfg Config) error {
 	if cfg.Roots == nil {
-		return nil, &ConfigError{Reason: "no local dirs given; pass at least one absolute directory path"}
+		return &ConfigError{Reason: "no local dirs given; pass at least one absolute directory path"}
 	}
 	if cfg.Limit < 0 {
-		return nil, &ConfigError{Reason: "the spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
+		return &ConfigError{Reason: "the spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
 	}
-	fsys := cfg.FS
-	if fsys == nil {
-		fsys = OSFS{}
+	m.roots, m.limit, m.setting, m.fs = cfg.Roots, cfg.Limit, cfg.LimitSetting, cfg.FS
+	if m.fs == nil {
+		m.fs = OSFS{}
 	}
-	return &Manager{roots: cfg.Roots, limit: cfg.Limit, setting: cfg.LimitSetting, fs: fsys}, nil
+	return nil
 }
 
 // Limit is the number of bytes the manager's live files may hold together.
