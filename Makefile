@@ -37,6 +37,9 @@ test-go:
 	go vet ./...
 	go test -race -count=1 ./...
 
+# One sbt launch runs every JVM suite in one forked JVM against build/libspillway.so (Spark in local
+# mode included). XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM
+# under -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
 test-jvm: lib
 	$(SBT) test
 

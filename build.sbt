@@ -1,0 +1,83 @@
+// Spillway JVM side: the JNI class, its loader and the Spark hook (sources in scala-shim/).
+// Bootstrap with project/sbt (downloads the sbt launcher from Maven Central); see the Makefile.
+
+val sparkVersion = "4.1.3"
+
+// Where the freshly built native library lives (`make lib`); -Dspillway.library.path overrides it
+// for both the jar and the tests, the same property the runtime loader honours.
+lazy val nativeLibrary = settingKey[File]("the native library bundled into the jar and used by tests")
+
+// Keep in sync with spillway.NativeLoader#os/#arch: the jar resource path must be the one the
+// loader looks up on the same platform.
+def nativeOs: String = {
+  val n = sys.props("os.name").toLowerCase(java.util.Locale.ROOT)
+  if (n.startsWith("linux")) "linux"
+  else if (n.startsWith("mac") || n.contains("darwin")) "darwin"
+  else if (n.startsWith("windows")) "windows"
+  else n.replaceAll("[^a-z0-9]+", "")
+}
+def nativeArch: String = sys.props("os.arch").toLowerCase(java.util.Locale.ROOT) match {
+  case "amd64" | "x86_64"  => "amd64"
+  case "aarch64" | "arm64" => "arm64"
+  case other               => other
+}
+
+// Spark on Java 17 needs these opens in every JVM that runs it (tests, the demo).
+val sparkJava17Options = Seq(
+  "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
+  "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "jdk.internal.ref",
+  "sun.nio.ch", "sun.nio.cs", "sun.security.action", "sun.util.calendar"
+).map(p => s"--add-opens=java.base/$p=ALL-UNNAMED") ++ Seq(
+  "--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+  "-Djdk.reflect.useDirectMethodHandle=false",
+  "-Dio.netty.tryReflectionSetAccessible=true"
+)
+
+lazy val spillway = (project in file("."))
+  .settings(
+    name := "spillway",
+    organization := "io.github.spillway",
+    version := "0.1.0-SNAPSHOT",
+    scalaVersion := "2.13.17", // the Scala version Spark 4.1.x is built with
+    javacOptions ++= Seq("--release", "17"),
+    Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror"), // not for javadoc
+    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint"),
+    // Sources live in scala-shim/ (src/main/{java,scala}, src/test/scala, ...).
+    sourceDirectory := baseDirectory.value / "scala-shim" / "src",
+    libraryDependencies ++= Seq(
+      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+    ),
+    nativeLibrary := sys.props.get("spillway.library.path").map(file)
+      .getOrElse(baseDirectory.value / "build" / "libspillway.so"),
+    // The jar carries the library at the path the loader extracts it from.
+    Compile / resourceGenerators += Def.task {
+      val lib = nativeLibrary.value
+      if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
+      val out = (Compile / resourceManaged).value / "spillway" / "native" / nativeOs / nativeArch / lib.getName
+      IO.copyFile(lib, out, preserveLastModified = true)
+      Seq(out)
+    }.taskValue,
+    // Tests run Spark in forked JVMs, one suite at a time (2 cores), against the fresh library.
+    Test / fork := true,
+    Test / parallelExecution := false,
+    Test / testForkedParallel := false,
+    Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1),
+    Test / javaOptions ++= sparkJava17Options ++ Seq(
+      "-Xmx2g",
+      s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
+      s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
+    ),
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
+    // `run` (the demo) needs Spark, which is Provided: run on the full compile classpath, forked.
+    Compile / run := Defaults.runTask(Compile / fullClasspath, Compile / run / mainClass, Compile / run / runner).evaluated,
+    Compile / run / mainClass := Some("spillway.demo.Demo"),
+    run / fork := true,
+    run / connectInput := false,
+    run / outputStrategy := Some(StdoutOutput), // the demo's own output, not sbt's "[info]/[error]"
+    run / javaOptions ++= sparkJava17Options ++ Seq(
+      "-Xmx2g",
+      s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
+      s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
+    )
+  )

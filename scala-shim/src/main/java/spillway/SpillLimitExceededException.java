@@ -1,0 +1,17 @@
+package spillway;
+
+import java.io.IOException;
+
+/**
+ * Thrown by {@link NativeSpill#write} when a write would take a plan over its
+ * {@code spark.spillway.maxTempDirectorySize} limit. Nothing of the refused write is kept: the plan's
+ * usage is unchanged. The native library constructs it through the public {@code (String)}
+ * constructor, so that constructor is part of the JNI contract.
+ */
+public class SpillLimitExceededException extends IOException {
+  private static final long serialVersionUID = 1L;
+
+  public SpillLimitExceededException(String message) {
+    super(message);
+  }
+}

@@ -1,0 +1,136 @@
+package spillway
+
+import java.io.{InputStream, IOException, OutputStream}
+import java.nio.ByteBuffer
+import java.nio.channels.{ClosedChannelException, WritableByteChannel}
+import java.nio.file.{Files, Paths}
+import java.util.Objects
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
+
+/**
+ * A spill file of a [[SpillPlan]]. Every write goes through the native library, so the plan's limit
+ * holds: a write that would exceed it fails with [[SpillLimitExceededException]] and writes nothing.
+ */
+final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String) {
+  private val released = new AtomicBoolean(false)
+  private val written = new AtomicLong
+
+  /** Bytes written to this file. */
+  def bytesWritten: Long = written.get
+
+  /**
+   * Appends `length` bytes of `buf` from the absolute index `offset` (the buffer's position is
+   * neither used nor changed). All or nothing against the plan's limit.
+   */
+  def write(buf: ByteBuffer, offset: Int, length: Int): Unit = plan.withOpenPlan { () =>
+    if (released.get) throw new IllegalStateException(s"spill file $path is released")
+    val n = NativeSpill.write(handle, buf, offset, length)
+    if (n != length) throw new IOException(s"short write to $path: $n of $length bytes")
+    written.addAndGet(n)
+    SpillwayMetrics.bytesWritten.addAndGet(n)
+  }
+
+  /**
+   * A buffered stream appending to this file. `close` flushes it; the file itself stays until
+   * [[release]] or the plan's release.
+   */
+  def outputStream(bufferSize: Int = SpillFile.DefaultBufferSize): OutputStream =
+    new SpillOutputStream(this, bufferSize)
+
+  /** An unbuffered channel appending to this file; each `write` is one native write. */
+  def channel(): WritableByteChannel = new SpillChannel(this)
+
+  /**
+   * Reads the file from the start. Operators read spilled data back through here so that a future
+   * transparent encoding (encryption, compression) stays invisible to them.
+   */
+  def inputStream(): InputStream = plan.withOpenPlan { () =>
+    if (released.get) throw new IllegalStateException(s"spill file $path is released")
+    Files.newInputStream(Paths.get(path))
+  }
+
+  /**
+   * Deletes the file and returns its bytes to the plan. Idempotent; does nothing once the plan is
+   * closed (the plan's release deleted the file).
+   */
+  def release(): Unit = {
+    plan.ifOpen { () =>
+      if (released.compareAndSet(false, true)) NativeSpill.releaseTmpFile(handle)
+    }
+  }
+
+  override def toString: String = s"SpillFile($path)"
+}
+
+object SpillFile {
+  val DefaultBufferSize: Int = 64 * 1024
+}
+
+/**
+ * Buffers in a direct buffer (the native side reads it in place, no copy across JNI); writes at
+ * least as large as the buffer go straight from the caller's array.
+ */
+private final class SpillOutputStream(file: SpillFile, bufferSize: Int) extends OutputStream {
+  require(bufferSize > 0, s"bufferSize must be positive: $bufferSize")
+  private val buffer = ByteBuffer.allocateDirect(bufferSize)
+  private var closed = false
+
+  override def write(b: Int): Unit = {
+    ensureOpen()
+    if (!buffer.hasRemaining) flushBuffer()
+    buffer.put(b.toByte)
+  }
+
+  override def write(b: Array[Byte], off: Int, len: Int): Unit = {
+    ensureOpen()
+    Objects.checkFromIndexSize(off, len, b.length)
+    if (len >= buffer.capacity) {
+      flushBuffer()
+      file.write(ByteBuffer.wrap(b), off, len)
+    } else {
+      if (len > buffer.remaining) flushBuffer()
+      buffer.put(b, off, len)
+    }
+  }
+
+  override def flush(): Unit = {
+    ensureOpen()
+    flushBuffer()
+  }
+
+  override def close(): Unit = {
+    if (!closed) {
+      try flushBuffer()
+      finally closed = true
+    }
+  }
+
+  // A failed write (e.g. over the limit) keeps the buffered bytes: writes are all or nothing, so
+  // nothing of them reached the file and a later flush may still succeed.
+  private def flushBuffer(): Unit = {
+    if (buffer.position() > 0) {
+      file.write(buffer, 0, buffer.position())
+      buffer.clear()
+    }
+  }
+
+  private def ensureOpen(): Unit = if (closed) throw new IOException(s"stream to $file is closed")
+}
+
+private final class SpillChannel(file: SpillFile) extends WritableByteChannel {
+  @volatile private var open = true
+
+  override def write(src: ByteBuffer): Int = {
+    if (!open) throw new ClosedChannelException
+    val n = src.remaining()
+    if (n > 0) {
+      file.write(src, src.position(), n)
+      src.position(src.position() + n)
+    }
+    n
+  }
+
+  override def isOpen: Boolean = open
+
+  override def close(): Unit = open = false
+}

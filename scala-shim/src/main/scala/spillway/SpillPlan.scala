@@ -1,0 +1,98 @@
+package spillway
+
+import java.nio.file.Paths
+import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicBoolean
+import java.util.concurrent.locks.ReentrantReadWriteLock
+
+/**
+ * A native spill plan: its own spill space inside the given local dirs, created by the first
+ * [[createTmpFile]] and bounded by `maxTempDirectorySize` bytes over its live files. [[close]]
+ * deletes everything the plan created.
+ *
+ * Thread-safe. File operations run under a read lock and [[close]] under the write lock, so the
+ * native plan is never released while one of its files is being created or written, and nothing
+ * reaches the native side with a released handle.
+ */
+final class SpillPlan private (handle: Long, val maxTempDirectorySize: Long) extends AutoCloseable {
+  private val lock = new ReentrantReadWriteLock
+  @volatile private var closed = false
+  private val spilled = new AtomicBoolean(false)
+  // Plan directories seen so far (parents of this plan's files), to count directory creation.
+  private val dirs = ConcurrentHashMap.newKeySet[String]()
+
+  /**
+   * Creates a spill file; the plan's directory in the chosen local dir is created on first use.
+   *
+   * @throws java.io.IOException if no local dir is usable (the message names them)
+   * @throws IllegalStateException if the plan is closed
+   */
+  def createTmpFile(): SpillFile = withOpenPlan { () =>
+    val file = NativeSpill.createTmpFile(handle)
+    val path =
+      try NativeSpill.path(file)
+      catch {
+        case t: Throwable =>
+          NativeSpill.releaseTmpFile(file)
+          throw t
+      }
+    SpillwayMetrics.filesCreated.incrementAndGet()
+    if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.incrementAndGet()
+    if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.incrementAndGet()
+    new SpillFile(this, file, path)
+  }
+
+  /** Bytes in the plan's live files. */
+  def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))
+
+  def isClosed: Boolean = closed
+
+  /** Deletes every file and directory the plan created. Idempotent. */
+  override def close(): Unit = {
+    lock.writeLock.lock()
+    try {
+      if (!closed) {
+        closed = true // first, so that a failed release is not retried against a released handle
+        SpillwayMetrics.plansReleased.incrementAndGet()
+        NativeSpill.releasePlan(handle)
+      }
+    } finally lock.writeLock.unlock()
+  }
+
+  override def toString: String =
+    s"SpillPlan(limit=$maxTempDirectorySize bytes${if (closed) ", closed" else ""})"
+
+  /** Runs `op` while the plan is open and cannot be closed. */
+  private[spillway] def withOpenPlan[T](op: () => T): T = {
+    lock.readLock.lock()
+    try {
+      if (closed) throw new IllegalStateException("spill plan is closed")
+      op()
+    } finally lock.readLock.unlock()
+  }
+
+  /** Runs `op` if the plan is open, keeping it open meanwhile; does nothing once it is closed. */
+  private[spillway] def ifOpen(op: () => Unit): Unit = {
+    lock.readLock.lock()
+    try if (!closed) op()
+    finally lock.readLock.unlock()
+  }
+
+  private def parent(path: String): String = String.valueOf(Paths.get(path).getParent)
+}
+
+object SpillPlan {
+  /**
+   * Creates a plan over `localDirs` (absolute paths) with a limit of `maxTempDirectorySize` bytes.
+   * Touches no filesystem.
+   *
+   * @throws IllegalArgumentException for invalid dirs or a negative limit
+   * @throws UnsatisfiedLinkError if the native library cannot be loaded (with its cause)
+   */
+  def create(localDirs: Array[String], maxTempDirectorySize: Long): SpillPlan = {
+    NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
+    val handle = NativeSpill.createPlan(localDirs, maxTempDirectorySize)
+    SpillwayMetrics.plansCreated.incrementAndGet()
+    new SpillPlan(handle, maxTempDirectorySize)
+  }
+}

@@ -1,0 +1,96 @@
+package spillway
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.spillway.SpillwayConf
+
+/**
+ * One spill plan per Spark task, created on the task's first request (a task that never asks gets
+ * none and touches no filesystem) and released by a task completion listener, which runs on
+ * success, failure and cancellation.
+ *
+ * The plan spills into the executor's local dirs (`SparkEnv.get.blockManager.getLocalDiskDirs`) with
+ * the limit `spark.spillway.maxTempDirectorySize` read at creation: the session value (a task local
+ * property) first, then the Spark conf.
+ */
+object TaskSpill {
+  private val plans = new ConcurrentHashMap[TaskContext, SpillPlan]()
+
+  // The executor's local dirs, converted once per SparkEnv. The same array instance is passed to
+  // every createPlan: the native side caches the converted dirs by the identity of the elements,
+  // so a fresh copy per plan would pay the conversion on every plan.
+  private final class LocalDirs(val env: SparkEnv, val dirs: Array[String])
+  @volatile private var localDirsCache: LocalDirs = _
+
+  /**
+   * The current task's plan, created on the first call in the task.
+   *
+   * @throws IllegalStateException outside a Spark task
+   * @throws IllegalArgumentException if `spark.spillway.maxTempDirectorySize` is not a valid size
+   */
+  def plan(): SpillPlan = {
+    val task = TaskContext.get()
+    if (task == null) {
+      throw new IllegalStateException(
+        "TaskSpill.plan() must be called from a Spark task's thread (TaskContext.get() is null)")
+    }
+    val existing = plans.get(task)
+    if (existing != null) existing else createPlan(task)
+  }
+
+  /** Plans of running tasks in this JVM (created and not yet released). */
+  def activePlans: Int = plans.size
+
+  // Serialised per task (a task may run several threads), never across tasks: plans of
+  // concurrent tasks share no lock.
+  private def createPlan(task: TaskContext): SpillPlan = task.synchronized {
+    val raced = plans.get(task)
+    if (raced != null) return raced
+    val env = SparkEnv.get
+    if (env == null) throw new IllegalStateException("no SparkEnv in this JVM")
+    val limit = SpillwayConf.maxTempDirectorySize(task, env.conf)
+    val plan = SpillPlan.create(localDirs(env), limit)
+    plans.put(task, plan)
+    try {
+      // If the task has already completed, Spark runs the listener right away.
+      task.addTaskCompletionListener[Unit](_ => release(task, plan))
+    } catch {
+      case NonFatal(e) =>
+        release(task, plan)
+        throw e
+    }
+    if (plan.isClosed) {
+      throw new IllegalStateException(s"task ${task.taskAttemptId()} has already completed")
+    }
+    plan
+  }
+
+  // A plan dir that cannot be fully removed (a file someone else put there, a failing disk) is
+  // reported, not turned into a task failure: the task's result is good, and a retry would not
+  // clean the dir either.
+  private def release(task: TaskContext, plan: SpillPlan): Unit = {
+    plans.remove(task, plan)
+    try plan.close()
+    catch {
+      case e: java.io.IOException =>
+        SpillwayMetrics.releaseFailures.incrementAndGet()
+        log.warn(s"Spillway could not remove everything of task ${task.taskAttemptId()}'s spill plan", e)
+    }
+  }
+
+  private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  private[spillway] def localDirs(env: SparkEnv): Array[String] = {
+    val cached = localDirsCache
+    if (cached != null && (cached.env eq env)) {
+      cached.dirs
+    } else {
+      val dirs = new LocalDirs(env, env.blockManager.getLocalDiskDirs.clone())
+      localDirsCache = dirs
+      dirs.dirs
+    }
+  }
+}

@@ -1,0 +1,275 @@
+package spillway
+
+import java.nio.ByteBuffer
+import java.nio.file.{Files, Path}
+
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+import scala.util.Using
+
+import org.apache.spark.{BarrierTaskContext, SparkEnv, SparkException, TaskContext}
+import org.apache.spark.spillway.SpillwayConf
+import org.apache.spark.sql.SparkSession
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/** What a task saw of its plan and the local dirs. */
+final case class TaskObservation(
+    localDirs: Seq[String],
+    spillDirs: Seq[String],
+    filePath: String,
+    fileSize: Long,
+    usedDiskSpace: Long,
+    dirPermissions: String,
+    filePermissions: String)
+
+final case class ConcurrentObservation(
+    partition: Int,
+    planDir: String,
+    spillDirsSeen: Seq[String],
+    overLimitError: Option[String],
+    usedDiskSpace: Long)
+
+/**
+ * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): issue 3,
+ * item 6 (a)-(f) and the conf. Every check runs before spark.stop(), which deletes the blockmgr dirs.
+ */
+class TaskSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val Key = SpillwayConf.MaxTempDirectorySizeKey
+  private val MiB = 1024 * 1024
+
+  private var base: Path = _
+  private var spark: SparkSession = _
+  private var localDirs: Seq[String] = _ // the blockmgr-* dirs, read back from Spark
+  private var roots: Seq[String] = _ // their parents: where anything of ours could appear
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    base = Files.createTempDirectory("spillway-spark-")
+    val configured = Seq("local-a", "local-b").map(n => Files.createDirectory(base.resolve(n)).toString)
+    spark = SparkSession
+      .builder()
+      .master("local[2]")
+      .appName(getClass.getSimpleName)
+      .config("spark.local.dir", configured.mkString(","))
+      .config("spark.ui.enabled", "false")
+      .config(Key, "256m") // the Spark conf value; tests override it per job or session
+      .getOrCreate()
+    localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
+    roots = localDirs.map(TestFiles.parentOf).distinct
+  }
+
+  override def afterAll(): Unit =
+    try if (spark != null) spark.stop()
+    finally {
+      if (base != null) TestFiles.deleteRecursively(base)
+      super.afterAll()
+    }
+
+  private def sc = spark.sparkContext
+
+  /** Runs `body` with the job-level local property `key` set (what SQL actions do with session confs). */
+  private def withLocalProperty[T](key: String, value: String)(body: => T): T = {
+    sc.setLocalProperty(key, value)
+    try body
+    finally sc.setLocalProperty(key, null)
+  }
+
+  private def assertNothingLeft(): Unit = {
+    assert(TestFiles.spillDirsUnder(roots).isEmpty)
+    assert(TaskSpill.activePlans == 0)
+  }
+
+  test("Spark has the two local dirs it was given") {
+    assert(localDirs.size == 2, localDirs)
+    assert(localDirs.forall(d => new java.io.File(d).getName.startsWith("blockmgr-")), localDirs)
+  }
+
+  test("every plan gets the same local dirs array instance (the native side caches by identity)") {
+    val env = SparkEnv.get
+    val dirs = TaskSpill.localDirs(env)
+    assert(dirs.toSeq == localDirs)
+    assert(TaskSpill.localDirs(env) eq dirs)
+    assert(TaskSpill.localDirs(env).zip(dirs).forall { case (a, b) => a eq b })
+  }
+
+  test("outside a task, plan() is an IllegalStateException") {
+    val e = intercept[IllegalStateException](TaskSpill.plan())
+    assert(e.getMessage.contains("Spark task"))
+  }
+
+  test("a task that never asks gets no plan") {
+    val before = SpillwayMetrics.snapshot()
+    assert(sc.parallelize(1 to 4, 2).map(_ * 2).sum() == 20)
+    assert((SpillwayMetrics.snapshot() - before).plansCreated == 0)
+    assertNothingLeft()
+  }
+
+  test("(a) a task whose plan never spills creates no spillway-* dir, seen inside the task and after") {
+    val roots = this.roots
+    val before = SpillwayMetrics.snapshot()
+    val (samePlan, used, seenInTask) = sc.parallelize(Seq(1), 1).map { _ =>
+      val plan = TaskSpill.plan()
+      (TaskSpill.plan() eq plan, plan.usedDiskSpace, TestFiles.spillDirsUnder(roots))
+    }.collect().head
+    assert(samePlan)
+    assert(used == 0)
+    assert(seenInTask.isEmpty)
+    assertNothingLeft()
+    val d = SpillwayMetrics.snapshot() - before
+    assert(d.plansCreated == 1 && d.plansReleased == 1 && d.plansSpilled == 0 && d.dirsCreated == 0)
+  }
+
+  test("(b) a task that spills has exactly one spillway-* dir, inside a local dir, holding its file; (c) none after the job") {
+    val roots = this.roots
+    val size = MiB
+    val seen = sc.parallelize(Seq(1), 1).map { _ =>
+      val plan = TaskSpill.plan()
+      val file = plan.createTmpFile()
+      Using.resource(file.outputStream())(_.write(TestFiles.pattern(size)))
+      TaskObservation(
+        localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq,
+        spillDirs = TestFiles.spillDirsUnder(roots),
+        filePath = file.path,
+        fileSize = TestFiles.size(file.path),
+        usedDiskSpace = plan.usedDiskSpace,
+        dirPermissions = TestFiles.permissions(TestFiles.parentOf(file.path)),
+        filePermissions = TestFiles.permissions(file.path))
+    }.collect().head
+    assert(seen.spillDirs.size == 1, seen)
+    val dir = seen.spillDirs.head
+    assert(new java.io.File(dir).getName.startsWith("spillway-"))
+    assert(seen.localDirs.contains(TestFiles.parentOf(dir)), seen)
+    assert(TestFiles.parentOf(seen.filePath) == dir)
+    assert(seen.fileSize == size && seen.usedDiskSpace == size)
+    assert(seen.dirPermissions == "rwx------" && seen.filePermissions == "rw-------")
+    // (c)
+    assert(!TestFiles.exists(seen.filePath) && !TestFiles.exists(dir))
+    assertNothingLeft()
+  }
+
+  test("(d) a failing task leaves nothing behind") {
+    val roots = this.roots
+    val e = intercept[SparkException] {
+      sc.parallelize(Seq(1), 1).foreach { _ =>
+        val file = TaskSpill.plan().createTmpFile()
+        file.write(ByteBuffer.wrap(TestFiles.pattern(1000)), 0, 1000)
+        val dirs = TestFiles.spillDirsUnder(roots)
+        throw new RuntimeException(s"task failed on purpose; file=${file.path} dirs=${dirs.mkString(",")};")
+      }
+    }
+    val Witness = """task failed on purpose; file=(\S+) dirs=([^;]*);""".r.unanchored
+    e.getMessage match {
+      case Witness(file, dirs) =>
+        assert(dirs.split(",").toSeq == Seq(TestFiles.parentOf(file)), "the task had spilled")
+        assert(!TestFiles.exists(file) && !TestFiles.exists(TestFiles.parentOf(file)))
+      case other => fail(s"not the task's failure: $other")
+    }
+    assertNothingLeft()
+  }
+
+  test("(d) a cancelled task leaves nothing behind") {
+    val roots = this.roots
+    val group = "spillway-cancel"
+    val job = Future {
+      sc.setJobGroup(group, "cancelled by the test", interruptOnCancel = true)
+      sc.parallelize(Seq(1), 1).foreach { _ =>
+        val file = TaskSpill.plan().createTmpFile()
+        file.write(ByteBuffer.allocate(1000), 0, 1000)
+        // Wait to be cancelled (interrupted); the bound only keeps a broken test from hanging.
+        val deadline = System.nanoTime() + 2.minutes.toNanos
+        while (System.nanoTime() < deadline) Thread.sleep(20)
+      }
+    }(ExecutionContext.global)
+    eventually(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill")
+    sc.cancelJobGroup(group)
+    intercept[SparkException](Await.result(job, 2.minutes))
+    // The job fails on the driver before the cancelled task has run its completion listeners.
+    eventually(TaskSpill.activePlans == 0, "the cancelled task to release its plan")
+    assertNothingLeft()
+  }
+
+  test("(e) over the limit (session conf): the job fails with SpillLimitExceededException naming the key; nothing left") {
+    val session = spark
+    import session.implicits._
+    val size = 2 * MiB
+    spark.conf.set(Key, "1m")
+    val e =
+      try {
+        intercept[SparkException] {
+          spark.range(0, 1, 1, 1).mapPartitions { _ =>
+            val file = TaskSpill.plan().createTmpFile()
+            Using.resource(file.outputStream())(_.write(TestFiles.pattern(size)))
+            Iterator(file.bytesWritten)
+          }.collect()
+        }
+      } finally spark.conf.unset(Key)
+    val limitErrors = TestFiles.causeChain(e).collect { case s: SpillLimitExceededException => s }
+    assert(limitErrors.nonEmpty, s"no SpillLimitExceededException in the cause chain of $e")
+    assert(limitErrors.head.getMessage.contains(Key))
+    assert(limitErrors.head.getMessage.contains((1 * MiB).toString), limitErrors.head.getMessage)
+    assertNothingLeft()
+  }
+
+  test("(f) concurrent tasks get separate dirs and separate limits") {
+    val roots = this.roots
+    val written = 2 * MiB
+    // 3 MiB each: both tasks together hold 4 MiB, more than one limit.
+    val seen = withLocalProperty(Key, "3m") {
+      sc.parallelize(0 until 2, 2).barrier().mapPartitions { _ =>
+        val ctx = BarrierTaskContext.get()
+        val plan = TaskSpill.plan()
+        val file = plan.createTmpFile()
+        val channel = file.channel()
+        channel.write(ByteBuffer.allocateDirect(written))
+        ctx.barrier() // both tasks have spilled and hold their plans
+        val dirs = TestFiles.spillDirsUnder(roots)
+        val overLimit =
+          try {
+            file.write(ByteBuffer.allocateDirect(written), 0, written)
+            None
+          } catch { case e: SpillLimitExceededException => Some(e.getMessage) }
+        val used = plan.usedDiskSpace
+        ctx.barrier() // neither releases its plan before the other has looked
+        Iterator(ConcurrentObservation(ctx.partitionId(), TestFiles.parentOf(file.path), dirs, overLimit, used))
+      }.collect().toSeq
+    }
+    assert(seen.size == 2)
+    val planDirs = seen.map(_.planDir)
+    assert(planDirs.distinct.size == 2, seen)
+    assert(seen.forall(_.spillDirsSeen == planDirs.sorted), seen)
+    assert(seen.forall(_.overLimitError.exists(_.contains(Key))), seen)
+    assert(seen.forall(_.usedDiskSpace == written), seen)
+    assertNothingLeft()
+  }
+
+  test("the limit: the session/job value first, then the Spark conf, then the default; bad values are errors") {
+    val limits = (localValue: Option[String]) => {
+      val read = () => sc.parallelize(Seq(1), 1).map { _ =>
+        val task = TaskContext.get()
+        val fromPlan = TaskSpill.plan().maxTempDirectorySize
+        val default = SpillwayConf.maxTempDirectorySize(task, new org.apache.spark.SparkConf(false))
+        (fromPlan, default)
+      }.collect().head
+      localValue.fold(read())(v => withLocalProperty(Key, v)(read()))
+    }
+    assert(limits(None) == (256L * MiB, 100L * 1024 * MiB))
+    assert(limits(Some("10g")) == (10L * 1024 * MiB, 10L * 1024 * MiB))
+    assert(limits(Some("0")) == (0L, 0L))
+
+    for (bad <- Seq("lots", "-1g", "10 gigabytes")) {
+      val e = intercept[SparkException](limits(Some(bad)))
+      val cause = TestFiles.causeChain(e).collectFirst { case i: IllegalArgumentException => i }
+      assert(cause.exists(c => c.getMessage.contains(Key) && c.getMessage.contains(bad)), s"$bad: $e")
+    }
+    assertNothingLeft()
+  }
+
+  private def eventually(condition: => Boolean, what: String): Unit = {
+    val deadline = System.nanoTime() + 2.minutes.toNanos
+    while (!condition) {
+      if (System.nanoTime() > deadline) fail(s"gave up waiting for $what")
+      Thread.sleep(20)
+    }
+  }
+}

@@ -1,0 +1,84 @@
+package spillway
+
+import java.io.File
+import java.nio.charset.StandardCharsets
+import java.nio.file.{Files, Path, Paths}
+import java.nio.file.attribute.PosixFilePermissions
+import java.util.Comparator
+import java.util.concurrent.TimeUnit
+
+import scala.util.Using
+
+/** Filesystem and process helpers shared by the suites; also used inside Spark tasks. */
+object TestFiles {
+  val SpillDirPrefix = "spillway-"
+
+  /**
+   * Every `spillway-*` directory anywhere under `roots`. Tolerates entries disappearing while it
+   * looks (Spark writes and deletes its own files in the same dirs).
+   */
+  def spillDirsUnder(roots: Seq[String]): Seq[String] = {
+    def walk(dir: File): Seq[File] = {
+      val children = Option(dir.listFiles()).toSeq.flatten.filter(_.isDirectory)
+      children.filter(_.getName.startsWith(SpillDirPrefix)) ++
+        children.filterNot(_.getName.startsWith(SpillDirPrefix)).flatMap(walk)
+    }
+    roots.flatMap(r => walk(new File(r))).map(_.getPath).sorted
+  }
+
+  /** All entries under `root` (recursively), relative to it. */
+  def entriesUnder(root: Path): Seq[String] =
+    if (!Files.exists(root)) Seq.empty
+    else Using.resource(Files.walk(root)) { s =>
+      s.filter(_ != root).map[String](p => root.relativize(p).toString).toArray(n => new Array[String](n)).toSeq.sorted
+    }
+
+  def permissions(path: String): String =
+    PosixFilePermissions.toString(Files.getPosixFilePermissions(Paths.get(path)))
+
+  def parentOf(path: String): String = new File(path).getParent
+
+  def exists(path: String): Boolean = Files.exists(Paths.get(path))
+
+  def size(path: String): Long = Files.size(Paths.get(path))
+
+  def deleteRecursively(path: Path): Unit =
+    if (Files.exists(path)) {
+      Using.resource(Files.walk(path)) { paths =>
+        paths.sorted(Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+      }
+    }
+
+  /** `n` bytes of a pattern that differs per `seed`, so misplaced or reordered bytes show. */
+  def pattern(n: Int, seed: Int = 0): Array[Byte] = Array.tabulate[Byte](n)(i => ((i * 31 + seed * 7) ^ (i >>> 8)).toByte)
+
+  /** A throwable and its causes (and their suppressed exceptions), outermost first. */
+  def causeChain(t: Throwable): Seq[Throwable] =
+    Iterator.iterate(t)(_.getCause).takeWhile(_ != null).take(50).toSeq
+
+  final case class ProcessResult(exitCode: Int, output: String)
+
+  /**
+   * Runs `mainClass` in a new JVM with this JVM's classpath; stdout and stderr together. The wait is
+   * bounded only so that a hung child fails the test instead of hanging the build.
+   */
+  def runJvm(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil): ProcessResult = {
+    val java = Paths.get(sys.props("java.home"), "bin", "java").toString
+    val command = Seq(java) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
+    val process = new ProcessBuilder(command: _*).redirectErrorStream(true).start()
+    process.getOutputStream.close()
+    val output = new StringBuilder
+    val reader = new Thread(() => {
+      val text = new String(process.getInputStream.readAllBytes(), StandardCharsets.UTF_8)
+      output.synchronized(output.append(text))
+    })
+    reader.setDaemon(true)
+    reader.start()
+    if (!process.waitFor(5, TimeUnit.MINUTES)) {
+      process.destroyForcibly()
+      throw new AssertionError(s"child JVM did not finish: ${command.mkString(" ")}")
+    }
+    reader.join()
+    ProcessResult(process.exitValue(), output.synchronized(output.toString))
+  }
+}
