@@ -47,7 +47,7 @@ func benchRoots(b *testing.B, n int) ([]string, *Roots) {
 func BenchmarkPlanLifecycle(b *testing.B) {
 	for _, n := range []int{1, 4, 8} {
 		dirs, roots := benchRoots(b, n)
-		b.Run(fmt.Sprintf("lazy/roots=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("impl=lazy/roots=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -61,7 +61,7 @@ func BenchmarkPlanLifecycle(b *testing.B) {
 				}
 			})
 		})
-		b.Run(fmt.Sprintf("eager/roots=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("impl=eager/roots=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -81,7 +81,7 @@ func BenchmarkFirstSpill(b *testing.B) {
 	payload := make([]byte, 4096)
 	for _, n := range []int{1, 8} {
 		dirs, roots := benchRoots(b, n)
-		b.Run(fmt.Sprintf("lazy/roots=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("impl=lazy/roots=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				m, err := New(Config{Roots: roots, Limit: 100 << 30})
 				if err != nil {
@@ -99,7 +99,7 @@ func BenchmarkFirstSpill(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("eager/roots=%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("impl=eager/roots=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				e, err := newEager(dirs)
 				if err != nil {
