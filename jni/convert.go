@@ -181,22 +181,44 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, pooledCopySize);
 
 func noRelease() {}
 
-// bufferBytes returns length bytes of buf from the absolute index offset, without changing its
-// position: the buffer's own memory when it is direct, else a copy. Call release when done.
-func bufferBytes(env *C.JNIEnv, buf C.jobject, offset, length C.jint) (data []byte, release func(), err error) {
+// bufferRegion checks that [offset, offset+length) lies within buf's limit and returns the
+// address of buf's memory if it is direct, else nil.
+func bufferRegion(env *C.JNIEnv, buf C.jobject, offset, length C.jint, name string) (unsafe.Pointer, error) {
 	if buf == 0 {
-		return nil, nil, argumentError("buf is null")
+		return nil, argumentError(name + " is null")
 	}
 	if offset < 0 || length < 0 {
-		return nil, nil, argumentError(fmt.Sprintf("offset %d and length %d must not be negative", offset, length))
+		return nil, argumentError(fmt.Sprintf("offset %d and length %d must not be negative", offset, length))
 	}
 	var limit C.jint
 	var addr unsafe.Pointer
 	if C.spillway_buffer(env, buf, &limit, &addr) != 0 {
-		return nil, nil, errJavaPending
+		return nil, errJavaPending
 	}
 	if int64(offset)+int64(length) > int64(limit) {
-		return nil, nil, argumentError(fmt.Sprintf("offset %d + length %d is past the buffer's limit %d", offset, length, limit))
+		return nil, argumentError(fmt.Sprintf("offset %d + length %d is past the limit %d of %s", offset, length, limit, name))
+	}
+	return addr, nil
+}
+
+// directBufferBytes returns the memory of a direct buffer's region, to write into.
+func directBufferBytes(env *C.JNIEnv, buf C.jobject, offset, length C.jint, name string) ([]byte, error) {
+	addr, err := bufferRegion(env, buf, offset, length, name)
+	if err != nil {
+		return nil, err
+	}
+	if addr == nil {
+		return nil, argumentError(name + " must be a direct ByteBuffer (ByteBuffer.allocateDirect)")
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(addr, offset)), length), nil
+}
+
+// bufferBytes returns length bytes of buf from the absolute index offset, without changing its
+// position: the buffer's own memory when it is direct, else a copy. Call release when done.
+func bufferBytes(env *C.JNIEnv, buf C.jobject, offset, length C.jint) (data []byte, release func(), err error) {
+	addr, err := bufferRegion(env, buf, offset, length, "buf")
+	if err != nil {
+		return nil, nil, err
 	}
 	if addr != nil {
 		return unsafe.Slice((*byte)(unsafe.Add(addr, offset)), length), noRelease, nil

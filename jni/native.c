@@ -177,3 +177,7 @@ jstring spillway_new_string(JNIEnv *env, const jchar *chars, jsize len) {
 jsize spillway_array_length(JNIEnv *env, jarray arr) {
 	return (*env)->GetArrayLength(env, arr);
 }
+
+void spillway_set_longs(JNIEnv *env, jlongArray arr, const jlong *vals, jsize n) {
+	(*env)->SetLongArrayRegion(env, arr, 0, n, vals);
+}

@@ -37,6 +37,9 @@ int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length
 // Returns the length of arr.
 jsize spillway_array_length(JNIEnv *env, jarray arr);
 
+// Copies n longs into arr from index 0 (arr holds at least n).
+void spillway_set_longs(JNIEnv *env, jlongArray arr, const jlong *vals, jsize n);
+
 // Returns a new Java string from UTF-16, or NULL with an exception pending.
 jstring spillway_new_string(JNIEnv *env, const jchar *chars, jsize len);
 

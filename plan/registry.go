@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/spillway/spillway/plan/extsort"
 	"github.com/spillway/spillway/spill"
 )
 
@@ -35,21 +36,28 @@ func ParseLocalDirs(dirs []string) (LocalDirs, error) {
 type Registry struct {
 	plans *handleTable[*Plan]
 	files *handleTable[*fileEntry]
+	sorts *handleTable[*sortEntry]
 	fs    spill.FS
 }
 
 // NewRegistry returns an empty registry whose plans use fsys, or the real filesystem if nil.
 func NewRegistry(fsys spill.FS) *Registry {
-	return &Registry{plans: newHandleTable[*Plan](), files: newHandleTable[*fileEntry](), fs: fsys}
+	return &Registry{
+		plans: newHandleTable[*Plan](),
+		files: newHandleTable[*fileEntry](),
+		sorts: newHandleTable[*sortEntry](),
+		fs:    fsys,
+	}
 }
 
 // Plan is one native plan.
 type Plan struct {
-	spill *spill.Manager
+	spill spill.Manager
 
 	mu       sync.Mutex
 	released bool
 	files    map[uint64]struct{} // handles of live files; nil until the first one
+	sorts    map[uint64]struct{} // handles of live sorts; nil until the first one
 }
 
 type fileEntry struct {
@@ -63,15 +71,15 @@ func (r *Registry) CreatePlan(dirs LocalDirs, limit int64) (uint64, error) {
 	if dirs.roots == nil {
 		return 0, &ArgumentError{Reason: "local dirs were not parsed; call ParseLocalDirs"}
 	}
-	m, err := spill.New(spill.Config{Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs})
-	if err != nil {
+	p := new(Plan)
+	if err := p.spill.Init(spill.Config{Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs}); err != nil {
 		return 0, err
 	}
-	return r.plans.add(&Plan{spill: m}), nil
+	return r.plans.add(p), nil
 }
 
-// ReleasePlan deletes every file and dir the plan created and forgets the plan and its file
-// handles. A second release of the same handle fails with a *HandleError. If some file or dir
+// ReleasePlan closes the plan's sorts, deletes every file and dir the plan created and forgets
+// the plan and its handles. A second release of the same handle fails with a *HandleError. If some file or dir
 // could not be removed, the plan is still released and the error names what was left.
 func (r *Registry) ReleasePlan(h uint64) error {
 	p, ok := r.plans.take(h)
@@ -80,13 +88,23 @@ func (r *Registry) ReleasePlan(h uint64) error {
 	}
 	p.mu.Lock()
 	p.released = true
-	files := p.files
-	p.files = nil
+	files, sorts := p.files, p.sorts
+	p.files, p.sorts = nil, nil
 	p.mu.Unlock()
+	if files == nil && sorts == nil { // the usual plan: it never spilled
+		return p.spill.Close()
+	}
 	for fh := range files {
 		r.files.take(fh)
 	}
-	return p.spill.Close()
+	var errs []error
+	for sh := range sorts {
+		if e, ok := r.sorts.take(sh); ok {
+			errs = append(errs, e.sorter.Close())
+		}
+	}
+	errs = append(errs, p.spill.Close())
+	return errors.Join(errs...)
 }
 
 // UsedDiskSpace is the number of bytes in the plan's live spill files.
@@ -164,9 +182,10 @@ func (r *Registry) ReleaseTmpFile(fh uint64) error {
 	return nil
 }
 
-// LivePlans and LiveFiles count what is registered, for leak checks.
+// LivePlans, LiveFiles and LiveSorts count what is registered, for leak checks.
 func (r *Registry) LivePlans() int { return r.plans.len() }
 func (r *Registry) LiveFiles() int { return r.files.len() }
+func (r *Registry) LiveSorts() int { return r.sorts.len() }
 
 // HandleError is a handle that names no live plan or file: released, never issued, or forged.
 type HandleError struct {
@@ -193,7 +212,7 @@ const (
 	KindIO ErrorKind = iota
 	// KindInvalidArgument is a bad argument or configuration; nothing was changed.
 	KindInvalidArgument
-	// KindInvalidHandle is an unknown, released or forged handle.
+	// KindInvalidHandle is an unknown, released or forged handle, or one used out of order.
 	KindInvalidHandle
 	// KindLimitExceeded is a write refused by the plan's spill limit; nothing was written.
 	KindLimitExceeded
@@ -204,9 +223,12 @@ func Classify(err error) ErrorKind {
 	switch {
 	case errors.As(err, new(*spill.LimitError)):
 		return KindLimitExceeded
-	case errors.As(err, new(*spill.ConfigError)), errors.As(err, new(*ArgumentError)):
+	case errors.As(err, new(*spill.ConfigError)), errors.As(err, new(*ArgumentError)),
+		errors.As(err, new(*extsort.ConfigError)), errors.As(err, new(*extsort.BatchError)),
+		errors.As(err, new(*extsort.RecordTooLargeError)):
 		return KindInvalidArgument
-	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased):
+	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased),
+		errors.Is(err, extsort.ErrClosed), errors.Is(err, extsort.ErrAddAfterNext):
 		return KindInvalidHandle
 	}
 	return KindIO

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/plan/extsort"
 )
 
 func localDirs(t testing.TB, n int) ([]string, LocalDirs) {
@@ -263,4 +265,58 @@ func TestLeftoverIsReportedButPlanStillReleased(t *testing.T) {
 	assert.Zero(t, r.LivePlans())
 	assert.FileExists(t, stray)
 	assert.NoFileExists(t, path)
+}
+
+func TestSortsBelongToTheirPlan(t *testing.T) {
+	dirs, ld := localDirs(t, 2)
+	before := listing(t, dirs)
+	r := NewRegistry(nil)
+	h, err := r.CreatePlan(ld, 1<<20)
+	require.NoError(t, err)
+
+	_, err = r.CreateSort(h, 0)
+	assert.Equal(t, KindInvalidArgument, Classify(err), "a budget of 0 is refused")
+
+	sh, err := r.CreateSort(h, 1024)
+	require.NoError(t, err)
+	s, err := r.Sort(sh)
+	require.NoError(t, err)
+	var batch []byte
+	for i := range 200 {
+		batch = extsort.AppendRecord(batch, []byte{byte(200 - i)}, make([]byte, 32))
+	}
+	require.NoError(t, s.Add(batch))
+	assert.Positive(t, s.Stats().Runs, "a 1 KiB budget spills")
+	assert.NotEqual(t, before, listing(t, dirs))
+
+	// Releasing the plan closes its sort and deletes the runs with everything else.
+	require.NoError(t, r.ReleasePlan(h))
+	assert.Equal(t, before, listing(t, dirs))
+	assert.Zero(t, r.LiveSorts())
+	_, err = r.Sort(sh)
+	assert.Equal(t, KindInvalidHandle, Classify(err))
+	assert.Equal(t, KindInvalidHandle, Classify(r.ReleaseSort(sh)))
+	_, err = r.CreateSort(h, 1024)
+	assert.Equal(t, KindInvalidHandle, Classify(err))
+}
+
+func TestReleaseSortDeletesItsRuns(t *testing.T) {
+	_, ld := localDirs(t, 1)
+	r := NewRegistry(nil)
+	h, _ := r.CreatePlan(ld, 1<<20)
+	sh, err := r.CreateSort(h, 512)
+	require.NoError(t, err)
+	s, _ := r.Sort(sh)
+	var batch []byte
+	for i := range 100 {
+		batch = extsort.AppendRecord(batch, []byte{byte(i)}, make([]byte, 40))
+	}
+	require.NoError(t, s.Add(batch))
+	used, _ := r.UsedDiskSpace(h)
+	assert.Positive(t, used)
+	require.NoError(t, r.ReleaseSort(sh))
+	used, _ = r.UsedDiskSpace(h)
+	assert.Zero(t, used, "the sort's run files are given back")
+	assert.Zero(t, r.LiveSorts())
+	require.NoError(t, r.ReleasePlan(h))
 }

@@ -60,4 +60,61 @@ public final class NativeSpill {
 
   /** Does nothing: measures the floor cost of a call into the library. */
   public static native void noop();
+
+  // ---- External sort: a native operator of the plan that spills through it. ----
+  //
+  // Records cross JNI in batches, each record encoded as
+  //   u32 keyLen | u32 valueLen | key bytes | value bytes
+  // with both lengths little-endian and at most Integer.MAX_VALUE, back to back, no batch header.
+  // Output batches use the same encoding. Keys sort as unsigned bytes; equal keys keep the order
+  // they were added in.
+
+  /**
+   * Starts an external sort owned by the plan. It holds up to about {@code memoryBudget} bytes of
+   * records in memory and spills sorted runs into the plan's spill files, under the plan's limit.
+   * Releasing the plan releases the sort.
+   *
+   * @throws IllegalArgumentException if {@code memoryBudget <= 0}
+   */
+  public static native long createSort(long plan, long memoryBudget);
+
+  /**
+   * Copies the records of {@code batch[offset, offset + length)} into the sort (the buffer may be
+   * reused afterwards). A malformed batch is an {@link IllegalArgumentException} that adds
+   * nothing. If holding the records would pass the memory budget, a sorted run is spilled first.
+   *
+   * @throws SpillLimitExceededException if that spill would pass the plan's limit (the sort is
+   *     then broken: release it)
+   */
+  public static native void sortAdd(long sort, ByteBuffer batch, int offset, int length)
+      throws IOException;
+
+  /**
+   * Spills the records held in memory as one sorted run (Spark asked for memory back).
+   *
+   * @return bytes of memory freed, 0 if there was nothing worth spilling
+   */
+  public static native long sortSpill(long sort) throws IOException;
+
+  /** Bytes of memory the sort holds now. */
+  public static native long sortMemoryUsed(long sort);
+
+  /**
+   * Ends the input on its first call, then fills the direct buffer {@code out[offset, offset +
+   * length)} with whole records in sorted order.
+   *
+   * @return bytes filled; 0 once every record has been returned; or {@code -n} if the next record
+   *     alone needs a buffer of {@code n} bytes (nothing consumed: call again with a larger one)
+   */
+  public static native int sortNext(long sort, ByteBuffer out, int offset, int length)
+      throws IOException;
+
+  /**
+   * Fills {@code out[0..4]} with: records added, runs spilled, bytes written to runs, bytes of
+   * memory freed by spills, bytes of memory held now.
+   */
+  public static native void sortStats(long sort, long[] out);
+
+  /** Deletes the sort's run files and drops its memory. */
+  public static native void releaseSort(long sort);
 }

@@ -1,0 +1,126 @@
+package main
+
+/*
+#include "native.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/spillway/spillway/plan/extsort"
+)
+
+//export Java_spillway_NativeSpill_createSort
+func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle, memoryBudget C.jlong) C.jlong {
+	defer recoverPanic(env)
+	sh, err := registry.CreateSort(uint64(planHandle), int64(memoryBudget))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(sh)
+}
+
+//export Java_spillway_NativeSpill_sortAdd
+func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, batch C.jobject, offset, length C.jint) {
+	defer recoverPanic(env)
+	s, err := registry.Sort(uint64(sortHandle))
+	if err != nil {
+		throw(env, err)
+		return
+	}
+	data, release, err := bufferBytes(env, batch, offset, length)
+	if err != nil {
+		throw(env, err)
+		return
+	}
+	defer release()
+	if err := s.Add(data); err != nil {
+		throw(env, err)
+	}
+}
+
+//export Java_spillway_NativeSpill_sortSpill
+func Java_spillway_NativeSpill_sortSpill(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) C.jlong {
+	defer recoverPanic(env)
+	s, err := registry.Sort(uint64(sortHandle))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	freed, err := s.Spill()
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(freed)
+}
+
+//export Java_spillway_NativeSpill_sortMemoryUsed
+func Java_spillway_NativeSpill_sortMemoryUsed(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) C.jlong {
+	defer recoverPanic(env)
+	s, err := registry.Sort(uint64(sortHandle))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(s.MemoryUsed())
+}
+
+// sortNext returns the bytes filled, 0 at the end, or minus the size of a buffer that would hold
+// the next record, so the caller grows its buffer instead of catching an exception.
+//
+//export Java_spillway_NativeSpill_sortNext
+func Java_spillway_NativeSpill_sortNext(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jobject, offset, length C.jint) C.jint {
+	defer recoverPanic(env)
+	s, err := registry.Sort(uint64(sortHandle))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	dst, err := directBufferBytes(env, out, offset, length, "out")
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	n, err := s.Next(dst)
+	if tooLarge := (*extsort.RecordTooLargeError)(nil); errors.As(err, &tooLarge) {
+		return C.jint(-tooLarge.Need)
+	}
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jint(n)
+}
+
+// sortStatsLen is how many longs sortStats fills: records, runs, spilled bytes, spilled
+// memory, memory used.
+const sortStatsLen = 5
+
+//export Java_spillway_NativeSpill_sortStats
+func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jlongArray) {
+	defer recoverPanic(env)
+	s, err := registry.Sort(uint64(sortHandle))
+	if err != nil {
+		throw(env, err)
+		return
+	}
+	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sortStatsLen {
+		throw(env, argumentError("out must be a long[] of at least 5 elements"))
+		return
+	}
+	st := s.Stats()
+	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(s.MemoryUsed())}
+	C.spillway_set_longs(env, out, (*C.jlong)(unsafe.Pointer(&vals[0])), sortStatsLen)
+}
+
+//export Java_spillway_NativeSpill_releaseSort
+func Java_spillway_NativeSpill_releaseSort(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ReleaseSort(uint64(sortHandle)); err != nil {
+		throw(env, err)
+	}
+}

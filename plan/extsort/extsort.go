@@ -1,0 +1,313 @@
+// Package extsort is an external sort of (key, value) byte records: it sorts in memory within a
+// budget, writes sorted runs through a plan's spill.Manager when the budget is reached, and merges
+// the runs back k-way.
+//
+// # Batch format
+//
+// Records cross JNI in batches, never one call per record. A batch is zero or more records back
+// to back, each
+//
+//	u32 keyLen | u32 valueLen | keyLen bytes of key | valueLen bytes of value
+//
+// with both lengths little-endian, unsigned and at most math.MaxInt32 (so a JVM int holds them).
+// There is no batch header and no padding: a batch ends where its last record ends. Batches
+// returned by Next, and run files, use the same format.
+//
+// # Order
+//
+// Keys compare as unsigned bytes (bytes.Compare): a key that is a prefix of another sorts first.
+// Records with equal keys come out in the order they were added, across all Adds, whether they
+// were spilled or not. Values are carried along and never compared.
+//
+// # Memory
+//
+// MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
+// copied in, encoded as above, into chunks of up to 1 MiB; a larger record gets its own chunk),
+// plus a 16-byte index entry per record, plus, once merging, the read-ahead buffers of the runs
+// (up to 64 KiB each, less when the budget is tight; the number of runs is not bounded, so a
+// merge of very many runs may pass the budget by their buffers). Add spills before a record would
+// take MemoryUsed over the budget, so the budget is passed by at most one record: a record larger
+// than the whole budget is held alone. The transient buffer used while a run is written (at most
+// 256 KiB) is not counted.
+package extsort
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/spillway/spillway/spill"
+)
+
+const (
+	headerSize = 8             // u32 keyLen | u32 valueLen
+	maxLen     = math.MaxInt32 // the largest key or value length a batch may give
+)
+
+var (
+	// ErrClosed is returned by every method but Close, MemoryUsed and Stats once Close was called.
+	ErrClosed = errors.New("extsort: the sorter is closed")
+	// ErrAddAfterNext is returned by Add once Next has been called: Next ends the input.
+	ErrAddAfterNext = errors.New("extsort: Add called after Next; add every batch before the first Next")
+)
+
+// ConfigError is an invalid argument to New.
+type ConfigError struct {
+	Reason string // what is wrong and what to pass instead
+}
+
+func (e *ConfigError) Error() string { return "extsort: " + e.Reason }
+
+// BatchError is a malformed batch. Add returns it having added nothing, and the sorter stays
+// usable.
+type BatchError struct {
+	Offset int    // byte offset in the batch where the bad record, or bad length, starts
+	Reason string // what is wrong there
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("extsort: malformed batch at byte %d: %s (a record is u32 keyLen | u32 valueLen | key | value, little-endian)", e.Offset, e.Reason)
+}
+
+// RecordTooLargeError is returned by Next when the next record alone does not fit in dst. The
+// record is not consumed: call Next again with a buffer of at least Need bytes.
+type RecordTooLargeError struct {
+	Need int // bytes the next record takes in the output batch, header included
+}
+
+func (e *RecordTooLargeError) Error() string {
+	return fmt.Sprintf("extsort: the next record takes %d bytes, more than the output buffer holds; call Next again with a buffer of at least %d bytes", e.Need, e.Need)
+}
+
+// Stats counts what a sorter has done.
+type Stats struct {
+	Records       int64 // records added
+	Runs          int64 // sorted runs written to spill files
+	SpilledBytes  int64 // bytes written to run files
+	SpilledMemory int64 // bytes of memory freed by spills
+}
+
+// Sorter is one external sort. It is safe for concurrent use: Spark may ask it to Spill from
+// another thread while the task adds or reads. All methods serialize on one mutex.
+type Sorter struct {
+	mu     sync.Mutex
+	m      *spill.Manager
+	budget int64
+
+	mem   memTable      // records held in memory, in insertion order
+	runs  []*spill.File // run files, oldest first; a slot is nil once its file is released
+	stats Stats
+
+	merging bool      // Next has been called: input is over
+	heap    []*source // merge sources not yet exhausted, a min-heap by (key, ord)
+	tail    *source   // the in-memory source while it is still in memory and not exhausted
+
+	err    error // why the sort broke; every later call but Close fails with it
+	closed bool
+}
+
+// New returns a sorter that spills through m and holds at most about memoryBudget bytes of
+// records in memory. It touches no filesystem; the first spill creates the plan's dir.
+func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
+	if m == nil {
+		return nil, &ConfigError{Reason: "no spill manager given"}
+	}
+	if memoryBudget <= 0 {
+		return nil, &ConfigError{Reason: fmt.Sprintf("memory budget is %d bytes; give a positive number of bytes", memoryBudget)}
+	}
+	return &Sorter{m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget)}}, nil
+}
+
+// Add copies the records of batch into the sort; the caller may reuse batch afterwards. The whole
+// batch is checked first: if it is malformed, Add returns a *BatchError, adds nothing, and the
+// sorter stays usable. When holding a record would take MemoryUsed over the budget, Add first
+// spills what it holds as a sorted run. If that spill fails, part of the batch may have been
+// added, so the sorter is broken: the error (wrapping a *spill.LimitError, say) is returned, and
+// every later call but Close fails.
+func (s *Sorter) Add(batch []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return err
+	}
+	if s.merging {
+		return ErrAddAfterNext
+	}
+	if err := validate(batch); err != nil {
+		return err
+	}
+	for off := 0; off < len(batch); {
+		rec := batch[off : off+recordSize(batch[off:])]
+		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget {
+			if _, err := s.spill(); err != nil {
+				s.err = err
+				return err
+			}
+		}
+		s.mem.add(rec)
+		s.stats.Records++
+		off += len(rec)
+	}
+	return nil
+}
+
+// Spill writes the records held in memory as one sorted run and frees their memory. It returns
+// the bytes of memory freed: 0 if nothing was held, or if spilling would free nothing. During
+// Next it spills the records not yet returned. If the run cannot be written, its file is
+// released, the records stay in memory and the error is returned; the sort remains usable.
+func (s *Sorter) Spill() (freed int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if s.merging {
+		return s.spillTail()
+	}
+	return s.spill()
+}
+
+// MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
+// reports to Spark's memory manager.
+func (s *Sorter) MemoryUsed() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memoryUsed()
+}
+
+func (s *Sorter) memoryUsed() int64 {
+	used := s.mem.memory()
+	for _, src := range s.heap {
+		if src.run != nil {
+			used += int64(len(src.run.buf))
+		}
+	}
+	return used
+}
+
+// Stats returns the sorter's counters.
+func (s *Sorter) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Next ends the input on its first call, then fills dst with as many whole records as fit, in
+// sorted order, and returns the bytes filled, in the batch format. It returns 0 once every record
+// has been returned. If the next record alone does not fit in dst, it returns 0 and a
+// *RecordTooLargeError and consumes nothing. A run file is released as soon as it has been
+// merged. Any other error breaks the sorter; close it.
+func (s *Sorter) Next(dst []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	if !s.merging {
+		if err := s.startMerge(); err != nil {
+			s.err = err
+			return 0, err
+		}
+	}
+	n := 0
+	for len(s.heap) > 0 {
+		top := s.heap[0]
+		if len(top.rec) > len(dst)-n {
+			if n == 0 {
+				return 0, &RecordTooLargeError{Need: len(top.rec)}
+			}
+			break
+		}
+		n += copy(dst[n:], top.rec)
+		if err := s.advance(top); err != nil {
+			s.err = err
+			return 0, err
+		}
+		if top.rec == nil {
+			last := len(s.heap) - 1
+			s.heap[0], s.heap[last] = s.heap[last], nil
+			s.heap = s.heap[:last]
+		}
+		s.siftDown(0)
+	}
+	return n, nil
+}
+
+// Close releases every run file still held and the memory. It is idempotent; a second call
+// returns nil. It does not close the manager.
+func (s *Sorter) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, f := range s.runs {
+		if f == nil {
+			continue
+		}
+		// ErrFileReleased means the manager was closed first and has deleted the file already.
+		if err := f.Release(); err != nil && !errors.Is(err, spill.ErrFileReleased) {
+			errs = append(errs, err)
+		}
+	}
+	s.runs, s.heap, s.tail = nil, nil, nil
+	s.mem.reset()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("extsort: releasing run files: %w", err)
+	}
+	return nil
+}
+
+func (s *Sorter) check() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.err != nil {
+		return fmt.Errorf("extsort: the sort failed earlier and must be closed: %w", s.err)
+	}
+	return nil
+}
+
+// validate checks that batch is a whole number of well-formed records, without reading outside it.
+func validate(batch []byte) error {
+	for off := 0; off < len(batch); {
+		left := len(batch) - off
+		if left < headerSize {
+			return &BatchError{Offset: off, Reason: fmt.Sprintf("truncated record header: %d bytes left, a header takes %d", left, headerSize)}
+		}
+		k := uint64(binary.LittleEndian.Uint32(batch[off:]))
+		v := uint64(binary.LittleEndian.Uint32(batch[off+4:]))
+		if k > maxLen {
+			return &BatchError{Offset: off, Reason: fmt.Sprintf("key length %d is over the maximum of %d (a negative JVM int?)", k, maxLen)}
+		}
+		if v > maxLen {
+			return &BatchError{Offset: off, Reason: fmt.Sprintf("value length %d is over the maximum of %d (a negative JVM int?)", v, maxLen)}
+		}
+		if size := headerSize + k + v; size > uint64(left) {
+			return &BatchError{Offset: off, Reason: fmt.Sprintf("record of %d bytes (%d-byte key, %d-byte value) runs past the end of the batch, which has %d bytes left", size, k, v, left)}
+		}
+		off += headerSize + int(k) + int(v)
+	}
+	return nil
+}
+
+// recordSize is the encoded size of the well-formed record that rec starts with.
+func recordSize(rec []byte) int {
+	return headerSize + int(binary.LittleEndian.Uint32(rec)) + int(binary.LittleEndian.Uint32(rec[4:]))
+}
+
+// AppendRecord appends one record in the batch format to dst and returns the extended slice. It
+// panics if key or value is longer than math.MaxInt32 bytes.
+func AppendRecord(dst, key, value []byte) []byte {
+	if len(key) > maxLen || len(value) > maxLen {
+		panic("extsort: key or value longer than math.MaxInt32 bytes")
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(key)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(value)))
+	dst = append(dst, key...)
+	return append(dst, value...)
+}

@@ -1,0 +1,611 @@
+package extsort
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/spill"
+)
+
+type rec struct{ key, val []byte }
+
+func encode(recs []rec) []byte {
+	var b []byte
+	for _, r := range recs {
+		b = AppendRecord(b, r.key, r.val)
+	}
+	return b
+}
+
+// decode parses a batch independently of the package's own decoder.
+func decode(t testing.TB, b []byte) []rec {
+	t.Helper()
+	var out []rec
+	for len(b) > 0 {
+		require.GreaterOrEqual(t, len(b), 8)
+		k, v := int(binary.LittleEndian.Uint32(b)), int(binary.LittleEndian.Uint32(b[4:]))
+		require.GreaterOrEqual(t, len(b), 8+k+v)
+		out = append(out, rec{key: b[8 : 8+k], val: b[8+k : 8+k+v]})
+		b = b[8+k+v:]
+	}
+	return out
+}
+
+func reference(recs []rec) []rec {
+	out := append([]rec(nil), recs...)
+	sort.SliceStable(out, func(i, j int) bool { return bytes.Compare(out[i].key, out[j].key) < 0 })
+	return out
+}
+
+func newManager(t testing.TB, limit int64, fsys spill.FS) (*spill.Manager, string) {
+	t.Helper()
+	root := t.TempDir()
+	roots, err := spill.NewRoots([]string{root})
+	require.NoError(t, err)
+	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m, root
+}
+
+func newSorter(t testing.TB, m *spill.Manager, budget int64) *Sorter {
+	t.Helper()
+	s, err := New(m, budget)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func planDirs(t testing.TB, root string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(root, spill.DirPrefix+"*"))
+	require.NoError(t, err)
+	return dirs
+}
+
+// runFiles lists the files in every plan dir under root.
+func runFiles(t testing.TB, root string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, spill.DirPrefix+"*", "*"))
+	require.NoError(t, err)
+	return files
+}
+
+// addAll adds recs in batches of about batchBytes.
+func addAll(t testing.TB, s *Sorter, recs []rec, batchBytes int) {
+	t.Helper()
+	var b []byte
+	for _, r := range recs {
+		b = AppendRecord(b, r.key, r.val)
+		if len(b) >= batchBytes {
+			require.NoError(t, s.Add(b))
+			clear(b) // the sorter must have copied
+			b = b[:0]
+		}
+	}
+	if len(b) > 0 {
+		require.NoError(t, s.Add(b))
+	}
+}
+
+// drain reads every record with a dst of dstSize bytes, growing it when a record does not fit.
+func drain(t testing.TB, s *Sorter, dstSize int) []rec {
+	t.Helper()
+	dst := make([]byte, dstSize)
+	var out []rec
+	for {
+		n, err := s.Next(dst)
+		var tooLarge *RecordTooLargeError
+		if errors.As(err, &tooLarge) {
+			dst = make([]byte, tooLarge.Need)
+			continue
+		}
+		require.NoError(t, err)
+		if n == 0 {
+			return out
+		}
+		out = append(out, decode(t, bytes.Clone(dst[:n]))...)
+	}
+}
+
+func assertSorted(t testing.TB, want, got []rec) {
+	t.Helper()
+	want = reference(want)
+	require.Equal(t, len(want), len(got), "record count")
+	for i := range want {
+		if !bytes.Equal(want[i].key, got[i].key) || !bytes.Equal(want[i].val, got[i].val) {
+			t.Fatalf("record %d: got key %x val %x, want key %x val %x", i, got[i].key, got[i].val, want[i].key, want[i].val)
+		}
+	}
+}
+
+func randBytes(r *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return b
+}
+
+func randomRecords(seed uint64, n, keyLen, maxVal int) []rec {
+	r := rand.New(rand.NewPCG(seed, 1))
+	recs := make([]rec, n)
+	for i := range recs {
+		recs[i] = rec{key: randBytes(r, keyLen), val: randBytes(r, r.IntN(maxVal+1))}
+	}
+	return recs
+}
+
+func TestFitsInMemoryCreatesNoDir(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 64<<20)
+	recs := randomRecords(1, 10000, 12, 40)
+	addAll(t, s, recs, 4096)
+	assert.Positive(t, s.MemoryUsed())
+	assertSorted(t, recs, drain(t, s, 4096))
+	assert.Equal(t, Stats{Records: 10000}, s.Stats())
+	assert.Zero(t, s.MemoryUsed(), "memory is freed once every record is returned")
+	require.NoError(t, s.Close())
+	assert.Empty(t, planDirs(t, root))
+}
+
+func TestTwentyTimesTheBudgetSpillsRunsAndLeavesNothing(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	const budget = 64 << 10
+	s := newSorter(t, m, budget)
+	recs := randomRecords(2, 24000, 16, 40) // ≈ 1.3 MB encoded
+	for i, r := range recs {
+		require.NoError(t, s.Add(AppendRecord(nil, r.key, r.val)))
+		if used := s.MemoryUsed(); used > budget {
+			t.Fatalf("after record %d, memory used %d is over the budget %d", i, used, budget)
+		}
+	}
+	st := s.Stats()
+	t.Logf("%+v", st)
+	assert.Greater(t, st.Runs, int64(10))
+	// Each run holds nearly a budget's worth: spills are not triggered early.
+	assert.Less(t, st.SpilledMemory/st.Runs, int64(budget))
+	assert.Greater(t, st.SpilledMemory/st.Runs, int64(budget)*7/8)
+	assert.Positive(t, st.SpilledBytes)
+	assert.Positive(t, st.SpilledMemory)
+	assert.Len(t, planDirs(t, root), 1)
+	assert.Len(t, runFiles(t, root), int(st.Runs))
+	assert.Equal(t, st.SpilledBytes, m.Used())
+
+	assertSorted(t, recs, drain(t, s, 8192))
+	assert.Empty(t, runFiles(t, root), "every run is released once merged")
+	assert.Zero(t, m.Used())
+	assert.Zero(t, s.MemoryUsed())
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
+	assert.Zero(t, m.Used())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, root))
+}
+
+func TestRunIsReleasedAsSoonAsMerged(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 16<<10)
+	// Ascending keys: each run holds a key range of its own, so runs end one after another.
+	var recs []rec
+	for i := range 5000 {
+		recs = append(recs, rec{key: binary.BigEndian.AppendUint32(nil, uint32(i)), val: []byte("value")})
+	}
+	addAll(t, s, recs, 1024)
+	runs := int(s.Stats().Runs)
+	require.Greater(t, runs, 3)
+	require.Len(t, runFiles(t, root), runs)
+
+	dst := make([]byte, 17*100)
+	var got []rec
+	minFiles := runs
+	for {
+		n, err := s.Next(dst)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+		got = append(got, decode(t, bytes.Clone(dst[:n]))...)
+		files := len(runFiles(t, root))
+		require.LessOrEqual(t, files, minFiles)
+		minFiles = files
+		if len(got) == len(recs)/2 {
+			assert.Less(t, files, runs/2+2, "runs merged in the first half are gone")
+		}
+	}
+	assertSorted(t, recs, got)
+	assert.Zero(t, m.Used())
+}
+
+func TestEmptyInput(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<20)
+	require.NoError(t, s.Add(nil))
+	freed, err := s.Spill()
+	require.NoError(t, err)
+	assert.Zero(t, freed)
+	n, err := s.Next(make([]byte, 16))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	n, err = s.Next(nil)
+	require.NoError(t, err)
+	assert.Zero(t, n, "done stays done")
+	require.NoError(t, s.Close())
+	assert.Empty(t, planDirs(t, root))
+}
+
+func TestOneRecord(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<20)
+	recs := []rec{{key: []byte("k"), val: []byte("v")}}
+	addAll(t, s, recs, 1)
+	assertSorted(t, recs, drain(t, s, 64))
+}
+
+func TestAllKeysEqualIsStable(t *testing.T) {
+	for _, budget := range []int64{1 << 30, 4 << 10} {
+		m, _ := newManager(t, 1<<30, nil)
+		s := newSorter(t, m, budget)
+		var recs []rec
+		for i := range 3000 {
+			recs = append(recs, rec{key: []byte("same key, longer than eight bytes"), val: binary.BigEndian.AppendUint32(nil, uint32(i))})
+		}
+		addAll(t, s, recs, 700)
+		if budget < 1<<20 {
+			require.Greater(t, s.Stats().Runs, int64(2))
+		}
+		got := drain(t, s, 1000)
+		assertSorted(t, recs, got) // reference is stable: values must be in sequence order
+	}
+}
+
+func TestZeroLengthKeysAndValues(t *testing.T) {
+	for _, budget := range []int64{1 << 30, 256} {
+		m, _ := newManager(t, 1<<30, nil)
+		s := newSorter(t, m, budget)
+		var recs []rec
+		for i := range 400 {
+			var k, v []byte
+			if i%3 != 0 {
+				k = []byte{byte(i % 7)}
+			}
+			if i%2 == 0 {
+				v = []byte{byte(i), byte(i >> 8)}
+			}
+			recs = append(recs, rec{key: k, val: v})
+		}
+		addAll(t, s, recs, 100)
+		assertSorted(t, recs, drain(t, s, 64))
+	}
+}
+
+func TestRecordsLargerThanTheBudget(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	const budget = 512 << 10
+	s := newSorter(t, m, budget)
+	recs := randomRecords(3, 6, 10, 0)
+	for i := range recs {
+		recs[i].val = bytes.Repeat([]byte{byte(i)}, 1<<20)
+		require.NoError(t, s.Add(AppendRecord(nil, recs[i].key, recs[i].val)))
+		// Held alone: one record, its own chunk and its index entry.
+		assert.Equal(t, int64(8+10+1<<20)+entrySize, s.MemoryUsed())
+	}
+	assert.Equal(t, int64(5), s.Stats().Runs, "each record but the last spilled as a run of one")
+	assertSorted(t, recs, drain(t, s, 64<<10)) // starts too small: RecordTooLargeError, then grows
+	assert.Empty(t, runFiles(t, root))
+}
+
+// binaryKeys makes keys of bytes 0x00 and 0xFF and random bytes, many sharing prefixes longer
+// than 8 bytes (so the full-key compare decides), of lengths around 8.
+func binaryKeys(seed uint64, n int) []rec {
+	r := rand.New(rand.NewPCG(seed, 2))
+	prefixes := [][]byte{nil, bytes.Repeat([]byte{0}, 12), bytes.Repeat([]byte{0xff}, 12), []byte("common prefix!"), {0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0}}
+	recs := make([]rec, n)
+	for i := range recs {
+		key := append([]byte(nil), prefixes[r.IntN(len(prefixes))]...)
+		for range r.IntN(10) {
+			switch r.IntN(3) {
+			case 0:
+				key = append(key, 0)
+			case 1:
+				key = append(key, 0xff)
+			default:
+				key = append(key, byte(r.UintN(256)))
+			}
+		}
+		recs[i] = rec{key: key, val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+	}
+	return recs
+}
+
+func TestRandomBinaryKeys(t *testing.T) {
+	for _, budget := range []int64{1 << 30, 8 << 10} {
+		m, _ := newManager(t, 1<<30, nil)
+		s := newSorter(t, m, budget)
+		recs := binaryKeys(4, 20000)
+		addAll(t, s, recs, 3000)
+		assertSorted(t, recs, drain(t, s, 5000))
+	}
+}
+
+func TestExplicitSpillMidInput(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<30)
+	recs := binaryKeys(5, 6000)
+	addAll(t, s, recs[:2000], 512)
+	held := s.MemoryUsed()
+	freed, err := s.Spill()
+	require.NoError(t, err)
+	assert.Equal(t, held, freed)
+	assert.Zero(t, s.MemoryUsed())
+	assert.Equal(t, Stats{Records: 2000, Runs: 1, SpilledBytes: m.Used(), SpilledMemory: held}, s.Stats())
+	freed, err = s.Spill()
+	require.NoError(t, err)
+	assert.Zero(t, freed, "nothing held")
+
+	addAll(t, s, recs[2000:], 512)
+	assertSorted(t, recs, drain(t, s, 4096))
+}
+
+func TestSpillDuringNext(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<30)
+	recs := binaryKeys(6, 30000)
+	addAll(t, s, recs, 4096)
+	dst := make([]byte, 4096)
+	n, err := s.Next(dst)
+	require.NoError(t, err)
+	got := decode(t, bytes.Clone(dst[:n]))
+
+	held := s.MemoryUsed()
+	freed, err := s.Spill()
+	require.NoError(t, err)
+	assert.Positive(t, freed)
+	assert.Equal(t, held-freed, s.MemoryUsed(), "only the run's read buffer is left")
+	assert.Equal(t, int64(1), s.Stats().Runs)
+	assert.Len(t, runFiles(t, root), 1)
+
+	got = append(got, drain(t, s, 4096)...)
+	assertSorted(t, recs, got)
+	assert.Empty(t, runFiles(t, root))
+}
+
+func TestNextWithTooSmallBufferConsumesNothing(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<20)
+	recs := []rec{{key: []byte("b"), val: make([]byte, 100)}, {key: []byte("a"), val: []byte("x")}}
+	addAll(t, s, recs, 1<<20)
+
+	dst := make([]byte, 50)
+	n, err := s.Next(dst)
+	require.NoError(t, err)
+	assert.Equal(t, 10, n, "the small record fits, the large one waits")
+	n, err = s.Next(dst)
+	var tooLarge *RecordTooLargeError
+	require.ErrorAs(t, err, &tooLarge)
+	assert.Zero(t, n)
+	assert.Equal(t, 8+1+100, tooLarge.Need)
+	assert.Contains(t, err.Error(), "at least 109 bytes")
+
+	dst = make([]byte, tooLarge.Need)
+	n, err = s.Next(dst)
+	require.NoError(t, err)
+	assert.Equal(t, []rec{recs[0]}, decode(t, dst[:n]))
+	n, err = s.Next(dst)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestLimitTooSmall(t *testing.T) {
+	t.Run("add", func(t *testing.T) {
+		m, root := newManager(t, 2<<10, nil)
+		s, err := New(m, 4<<10)
+		require.NoError(t, err)
+		recs := randomRecords(7, 2000, 16, 16)
+		var addErr error
+		for _, r := range recs {
+			if addErr = s.Add(AppendRecord(nil, r.key, r.val)); addErr != nil {
+				break
+			}
+		}
+		var limitErr *spill.LimitError
+		require.ErrorAs(t, addErr, &limitErr)
+		assert.Contains(t, addErr.Error(), "test.limit")
+		require.ErrorAs(t, s.Add(encode(recs[:1])), &limitErr, "the broken sort keeps failing")
+		_, err = s.Next(make([]byte, 100))
+		require.ErrorAs(t, err, &limitErr)
+
+		require.NoError(t, s.Close())
+		assert.Empty(t, runFiles(t, root))
+		assert.Zero(t, m.Used())
+		assert.Zero(t, s.MemoryUsed())
+		require.NoError(t, m.Close())
+		assert.Empty(t, planDirs(t, root))
+	})
+	t.Run("explicit spill keeps the records", func(t *testing.T) {
+		m, root := newManager(t, 100, nil)
+		s := newSorter(t, m, 1<<20)
+		recs := randomRecords(8, 200, 16, 16)
+		addAll(t, s, recs, 1000)
+		held := s.MemoryUsed()
+		freed, err := s.Spill()
+		var limitErr *spill.LimitError
+		require.ErrorAs(t, err, &limitErr)
+		assert.Zero(t, freed)
+		assert.Equal(t, held, s.MemoryUsed())
+		assert.Empty(t, runFiles(t, root))
+		assertSorted(t, recs, drain(t, s, 1000)) // still usable, from memory
+	})
+}
+
+func TestWriteErrorDuringSpillLeaksNothing(t *testing.T) {
+	fsys := &spill.FaultFS{FS: spill.OSFS{}, Inject: func(op spill.Op, _ string) syscall.Errno {
+		if op == spill.OpWrite {
+			return syscall.EIO
+		}
+		return 0
+	}}
+	m, root := newManager(t, 1<<30, fsys)
+	s, err := New(m, 8<<10)
+	require.NoError(t, err)
+	recs := randomRecords(9, 2000, 16, 16)
+	var addErr error
+	for _, r := range recs {
+		if addErr = s.Add(AppendRecord(nil, r.key, r.val)); addErr != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, addErr, syscall.EIO)
+	assert.Contains(t, addErr.Error(), "writing a sorted run")
+	assert.Empty(t, runFiles(t, root), "the failed run is released at once")
+	assert.Zero(t, m.Used())
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, root))
+}
+
+func TestMalformedBatches(t *testing.T) {
+	valid := AppendRecord(nil, []byte("key"), []byte("value")) // 16 bytes
+	header := func(k, v uint32) []byte {
+		return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, k), v)
+	}
+	cases := []struct {
+		name   string
+		batch  []byte
+		offset int
+		reason string
+	}{
+		{"truncated header", []byte{1, 0, 0}, 0, "truncated record header"},
+		{"key past the end", append(header(5, 0), 'a', 'b'), 0, "runs past the end"},
+		{"value past the end", append(header(1, 4), 'k', 'v'), 0, "runs past the end"},
+		{"key length over MaxInt32", append(header(math.MaxInt32+1, 0), make([]byte, 64)...), 0, "key length 2147483648"},
+		{"value length over MaxInt32", header(0, math.MaxUint32), 0, "value length 4294967295"},
+		{"both lengths at MaxInt32", header(math.MaxInt32, math.MaxInt32), 0, "runs past the end"},
+		{"valid record then garbage", append(bytes.Clone(valid), 0xde, 0xad, 0xbe), 16, "truncated record header"},
+		{"valid record then bad lengths", append(bytes.Clone(valid), header(0xffffffff, 0)...), 16, "key length"},
+	}
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 32) // any record added would be visible in memory or on disk
+	for _, tc := range cases {
+		err := s.Add(tc.batch)
+		var be *BatchError
+		require.ErrorAs(t, err, &be, tc.name)
+		assert.Equal(t, tc.offset, be.Offset, tc.name)
+		assert.Contains(t, err.Error(), tc.reason, tc.name)
+		assert.Contains(t, err.Error(), "at byte", tc.name)
+	}
+	assert.Zero(t, s.Stats().Records)
+	assert.Zero(t, s.MemoryUsed())
+	assert.Empty(t, planDirs(t, root))
+
+	recs := randomRecords(10, 100, 4, 4)
+	addAll(t, s, recs, 64)
+	assertSorted(t, recs, drain(t, s, 64))
+}
+
+func TestAddAfterNextAndUseAfterClose(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<20)
+	require.NoError(t, s.Add(encode([]rec{{key: []byte("a")}})))
+	_, err := s.Next(make([]byte, 1))
+	require.ErrorAs(t, err, new(*RecordTooLargeError))
+	require.ErrorIs(t, s.Add(encode([]rec{{key: []byte("b")}})), ErrAddAfterNext)
+
+	require.NoError(t, s.Close())
+	require.ErrorIs(t, s.Add(nil), ErrClosed)
+	_, err = s.Next(nil)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = s.Spill()
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestNewRejectsBadArguments(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	for _, budget := range []int64{0, -1} {
+		_, err := New(m, budget)
+		var ce *ConfigError
+		require.ErrorAs(t, err, &ce)
+		assert.Contains(t, err.Error(), "positive")
+	}
+	_, err := New(nil, 1)
+	require.ErrorAs(t, err, new(*ConfigError))
+}
+
+func TestCloseWithRunsHeldReleasesThem(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s, err := New(m, 4<<10)
+	require.NoError(t, err)
+	addAll(t, s, randomRecords(11, 3000, 16, 16), 1024)
+	_, err = s.Next(make([]byte, 100)) // merge under way: runs open
+	require.NoError(t, err)
+	require.NotEmpty(t, runFiles(t, root))
+	require.NoError(t, s.Close())
+	assert.Empty(t, runFiles(t, root))
+	assert.Zero(t, m.Used())
+}
+
+func TestConcurrentSpillWhileAdding(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<20)
+	recs := binaryKeys(12, 20000)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if _, err := s.Spill(); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = s.MemoryUsed()
+			}
+		}
+	})
+	addAll(t, s, recs, 512)
+	got := drain(t, s, 2048)
+	close(done)
+	wg.Wait()
+	assertSorted(t, recs, got)
+	assert.Positive(t, s.Stats().Runs)
+}
+
+func FuzzAdd(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(encode([]rec{{key: []byte("b"), val: []byte("1")}, {key: []byte("a"), val: []byte("2")}, {key: []byte("b")}}))
+	f.Add([]byte{1, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
+	f.Add(append(encode([]rec{{key: []byte{0, 0xff}, val: nil}}), 2, 0, 0, 0, 0, 0, 0, 0, 'x'))
+	roots, err := spill.NewRoots([]string{f.TempDir()})
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, batch []byte) {
+		m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 20})
+		require.NoError(t, err)
+		defer m.Close()
+		s, err := New(m, 256) // small enough that many inputs spill
+		require.NoError(t, err)
+		defer s.Close()
+		if err := s.Add(batch); err != nil {
+			var be *BatchError
+			require.ErrorAs(t, err, &be)
+			require.True(t, be.Offset >= 0 && be.Offset < len(batch))
+			require.Zero(t, s.Stats().Records)
+			require.Zero(t, s.MemoryUsed())
+			return
+		}
+		assertSorted(t, decode(t, batch), drain(t, s, 64))
+	})
+}

@@ -1,0 +1,107 @@
+package extsort
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"slices"
+	"unsafe"
+)
+
+const (
+	minChunk = 64
+	maxChunk = 1 << 20
+)
+
+// entrySize is the memory one record's index entry takes, counted from the record's Add on: the
+// index is built only when the records are sorted, at its exact size, so no slice growth slack
+// is ever held.
+const entrySize = int64(unsafe.Sizeof(entry{}))
+
+// chunkSizeFor sizes arena chunks: a sixteenth of the budget, so that a partly filled chunk
+// wastes little of it, and at most 1 MiB, which already makes allocations rare.
+func chunkSizeFor(budget int64) int {
+	return int(min(budget, max(minChunk, min(maxChunk, budget/16))))
+}
+
+// memTable holds records in memory, encoded as in a batch, back to back in chunks, in insertion
+// order. A record never straddles chunks; one larger than the chunk size gets a chunk of its own.
+type memTable struct {
+	chunkSize int
+	chunks    [][]byte // only the last chunk is appended to
+	n         int      // records held
+	arena     int64    // capacity of all chunks: the memory they really take
+}
+
+// entry indexes one in-memory record. It is 16 bytes because the sort moves entries by value:
+// a 24-byte entry made the whole sort over twice as slow.
+type entry struct {
+	prefix uint64 // the key's first 8 bytes, big-endian, zero-padded: most compares end here
+	pos    uint64 // chunk<<32 | offset in chunk: where the record is, and its insertion order
+}
+
+func (t *memTable) memory() int64 { return t.arena + int64(t.n)*entrySize }
+
+// growth is the memory that adding a record of size bytes would add.
+func (t *memTable) growth(size int) int64 {
+	if last := len(t.chunks) - 1; last >= 0 && cap(t.chunks[last])-len(t.chunks[last]) >= size {
+		return entrySize
+	}
+	return entrySize + int64(max(t.chunkSize, size))
+}
+
+// add copies one encoded record in.
+func (t *memTable) add(rec []byte) {
+	last := len(t.chunks) - 1
+	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(rec) {
+		c := make([]byte, 0, max(t.chunkSize, len(rec)))
+		t.chunks = append(t.chunks, c)
+		t.arena += int64(cap(c))
+		last++
+	}
+	t.chunks[last] = append(t.chunks[last], rec...)
+	t.n++
+}
+
+func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize} }
+
+// sortedIndex returns an index of every record in key order, stable. The sort itself need not be
+// stable: the insertion order in each entry breaks ties, so the fast unstable sort gives a stable
+// result.
+func (t *memTable) sortedIndex() []entry {
+	idx := make([]entry, 0, t.n)
+	for ci, c := range t.chunks {
+		for off := 0; off < len(c); off += recordSize(c[off:]) {
+			idx = append(idx, entry{prefix: keyPrefix(keyOf(c[off:])), pos: uint64(ci)<<32 | uint64(off)})
+		}
+	}
+	slices.SortFunc(idx, t.compare)
+	return idx
+}
+
+func (t *memTable) compare(a, b entry) int {
+	if a.prefix != b.prefix {
+		return cmp.Compare(a.prefix, b.prefix)
+	}
+	if c := bytes.Compare(keyOf(t.record(a)), keyOf(t.record(b))); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pos, b.pos)
+}
+
+// record is the encoded record that e indexes, and possibly bytes after it.
+func (t *memTable) record(e entry) []byte { return t.chunks[e.pos>>32][uint32(e.pos):] }
+
+// keyOf is the key of the encoded record that rec starts with.
+func keyOf(rec []byte) []byte {
+	return rec[headerSize : headerSize+binary.LittleEndian.Uint32(rec)]
+}
+
+func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
