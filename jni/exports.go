@@ -120,3 +120,23 @@ func spillwayOnLoad(env *C.JNIEnv) (status C.int) {
 	}()
 	return C.int(initJnigi(unsafe.Pointer(env)))
 }
+
+//export Java_spillway_NativeSpill_sweepOrphans
+func Java_spillway_NativeSpill_sweepOrphans(env *C.JNIEnv, _ C.jclass, dirs C.jobjectArray) C.jint {
+	defer recoverPanic(env)
+	if dirs == 0 {
+		throw(env, argumentError("dirs is null"))
+		return 0
+	}
+	paths, err := javaStrings(env, dirs)
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	removed, err := plan.SweepOrphans(paths)
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jint(removed)
+}

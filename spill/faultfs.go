@@ -1,6 +1,7 @@
 package spill
 
 import (
+	"io"
 	"os"
 	"syscall"
 )
@@ -75,6 +76,13 @@ func (f *FaultFS) Remove(path string) error {
 		return err
 	}
 	return f.FS.Remove(path)
+}
+
+func (f *FaultFS) CreateLock(path string, perm os.FileMode) (io.Closer, error) {
+	if err := f.fault(OpCreate, path); err != nil {
+		return nil, err
+	}
+	return f.FS.CreateLock(path, perm)
 }
 
 type faultHandle struct {

@@ -2,9 +2,12 @@ package spill
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // FS is the filesystem seam of the disk manager: the only operations it performs on disk. The
@@ -19,6 +22,9 @@ type FS interface {
 	CreateExclusive(path string, perm os.FileMode) (Handle, error)
 	// Remove removes one file or one empty directory.
 	Remove(path string) error
+	// CreateLock creates a new file like CreateExclusive and holds an exclusive flock on it until
+	// the returned Closer is closed or the process dies, whichever comes first.
+	CreateLock(path string, perm os.FileMode) (io.Closer, error)
 }
 
 // Handle is an open spill file. Writes are positional so that a failed write can be undone by
@@ -47,6 +53,19 @@ func (OSFS) CreateExclusive(path string, perm os.FileMode) (Handle, error) {
 }
 
 func (OSFS) Remove(path string) error { return os.Remove(path) }
+
+func (OSFS) CreateLock(path string, perm os.FileMode) (io.Closer, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, perm)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		_ = os.Remove(path)
+		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+	}
+	return f, nil
+}
 
 // removeIfExists removes path and treats "already gone" as success: a tmp cleaner may have been
 // there first, and the goal — nothing left — holds either way.

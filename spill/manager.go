@@ -10,6 +10,7 @@ package spill
 import (
 	crand "crypto/rand"
 	"errors"
+	"io"
 	"io/fs"
 	mrand "math/rand/v2"
 	"path/filepath"
@@ -54,8 +55,16 @@ type spillState struct {
 	next   int                // the root that takes the next file
 	dirs   []string           // per root: its current plan dir, "" until a file lands there
 	failed []error            // per root: why it was given up for this manager, nil while usable
-	made   []string           // every plan dir created, healed ones included, removed at Close
+	made   []planDir          // every plan dir created, healed ones included, removed at Close
 	files  map[*File]struct{} // files not yet deleted; nil once Close has taken them
+}
+
+// planDir is a plan dir and the owner lock inside it, held while the manager lives: a sweep by
+// another process (see SweepOrphans) removes the dir only once the lock is free, that is once
+// this process has died without closing the manager.
+type planDir struct {
+	path string
+	lock io.Closer
 }
 
 // New returns a manager that has created nothing. It makes no filesystem call.
@@ -162,8 +171,13 @@ func (m *Manager) makeDir(s *spillState, r int) error {
 	if err := m.fs.Mkdir(dir, dirMode); err != nil {
 		return err
 	}
+	lock, err := m.fs.CreateLock(filepath.Join(dir, OwnerLockName), fileMode)
+	if err != nil {
+		_ = removeIfExists(m.fs, dir)
+		return err
+	}
 	s.dirs[r] = dir
-	s.made = append(s.made, dir)
+	s.made = append(s.made, planDir{path: dir, lock: lock})
 	return nil
 }
 
@@ -229,7 +243,14 @@ func (m *Manager) Close() error {
 		}
 	}
 	for i := len(s.made) - 1; i >= 0; i-- {
-		if err := removeIfExists(m.fs, s.made[i]); err != nil {
+		d := s.made[i]
+		// The lock goes last but one: until the dir is empty, a sweep must see it owned.
+		err := removeIfExists(m.fs, filepath.Join(d.path, OwnerLockName))
+		_ = d.lock.Close()
+		if err == nil {
+			err = removeIfExists(m.fs, d.path)
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

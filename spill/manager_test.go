@@ -282,7 +282,7 @@ func TestCloseRemovesAllItCreatedAndNothingElse(t *testing.T) {
 	released, err := m.CreateFile()
 	require.NoError(t, err)
 	require.NoError(t, released.Release())
-	assert.Len(t, tree(t, dirs...), len(before)+3+7, "3 plan dirs, 7 live files")
+	assert.Len(t, tree(t, dirs...), len(before)+3*2+7, "3 plan dirs with their owner locks, 7 live files")
 
 	require.NoError(t, m.Close())
 	assert.Equal(t, before, tree(t, dirs...))

@@ -77,7 +77,7 @@ func planDirs(t testing.TB, root string) []string {
 // runFiles lists the files in every plan dir under root.
 func runFiles(t testing.TB, root string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, spill.DirPrefix+"*", "*"))
+	files, err := filepath.Glob(filepath.Join(root, spill.DirPrefix+"*", "spill-*"))
 	require.NoError(t, err)
 	return files
 }

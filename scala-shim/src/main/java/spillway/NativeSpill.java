@@ -61,6 +61,18 @@ public final class NativeSpill {
   /** Does nothing: measures the floor cost of a call into the library. */
   public static native void noop();
 
+  /**
+   * Removes the plan directories that processes which died without releasing their plans (an
+   * executor killed mid-spill) left directly inside each of {@code dirs}. A plan directory is
+   * removed only if its owner lock (an flock held by the owning process while the plan lives) is
+   * free; a live plan's directory, in this JVM or another, is never touched, and no symlink is
+   * followed.
+   *
+   * @return how many plan directories were removed
+   * @throws IOException naming each directory that could not be removed
+   */
+  public static native int sweepOrphans(String[] dirs) throws IOException;
+
   // ---- External sort: a native operator of the plan that spills through it. ----
   //
   // Records cross JNI in batches, each record encoded as

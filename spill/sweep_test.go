@@ -1,0 +1,146 @@
+package spill
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain doubles as the child process of the sweep tests: with $SPILLWAY_CHILD_ROOT set, the
+// test binary spills one file there, prints its path and holds the plan open, like a live
+// executor, until stdin closes.
+func TestMain(m *testing.M) {
+	if root := os.Getenv("SPILLWAY_CHILD_ROOT"); root != "" {
+		os.Exit(spillAsChild(root))
+	}
+	os.Exit(m.Run())
+}
+
+func spillAsChild(root string) int {
+	roots, err := NewRoots([]string{root})
+	if err != nil {
+		return 2
+	}
+	m, err := New(Config{Roots: roots, Limit: 1 << 20})
+	if err != nil {
+		return 2
+	}
+	f, err := m.CreateFile()
+	if err != nil {
+		return 2
+	}
+	if _, err := f.Write([]byte("spilled by a child")); err != nil {
+		return 2
+	}
+	os.Stdout.WriteString(f.Path() + "\n")
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	if m.Close() != nil {
+		return 2
+	}
+	return 0
+}
+
+// spillingChild starts a child process that holds a plan with one spill file under root.
+func spillingChild(t *testing.T, root string) (cmd *exec.Cmd, path string, stop func()) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SPILLWAY_CHILD_ROOT="+root)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err)
+	stop = func() { stdin.Close(); _ = cmd.Wait() }
+	t.Cleanup(stop)
+	return cmd, strings.TrimSpace(line), stop
+}
+
+func TestSweepRemovesOnlyTheDirsOfDeadProcesses(t *testing.T) {
+	root := t.TempDir()
+	_, livePath, _ := spillingChild(t, root)
+	killed, deadPath, _ := spillingChild(t, root)
+	require.FileExists(t, livePath)
+	require.FileExists(t, deadPath)
+
+	removed, err := SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Empty(t, removed, "both owners are alive")
+
+	require.NoError(t, killed.Process.Signal(syscall.SIGKILL)) // mid-spill, no cleanup runs
+	_ = killed.Wait()
+	require.FileExists(t, deadPath, "a killed process leaves its plan dir")
+
+	removed, err = SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Dir(deadPath)}, removed)
+	assert.NoDirExists(t, filepath.Dir(deadPath))
+	assert.FileExists(t, livePath, "a live process's plan dir is never touched")
+
+	removed, err = SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Empty(t, removed, "a second sweep finds nothing")
+}
+
+func TestSweepSparesThisProcessesLivePlans(t *testing.T) {
+	root := t.TempDir()
+	m := newManager(t, []string{root}, 1<<20, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	removed, err := SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+	assert.FileExists(t, f.Path())
+}
+
+func TestSweepNeverFollowsSymlinksOrLeavesTheDir(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	precious := filepath.Join(outside, "precious")
+	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o600))
+
+	// An orphan-looking dir outside, reached through a symlink named like a plan dir.
+	lure := filepath.Join(outside, DirPrefix+"lure")
+	require.NoError(t, os.Mkdir(lure, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(lure, OwnerLockName), nil, 0o600))
+	require.NoError(t, os.Symlink(lure, filepath.Join(root, DirPrefix+"link")))
+
+	// A real orphan whose contents include a symlink to a file outside.
+	orphan := filepath.Join(root, DirPrefix+"orphan")
+	require.NoError(t, os.Mkdir(orphan, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(orphan, OwnerLockName), nil, 0o600))
+	require.NoError(t, os.Symlink(precious, filepath.Join(orphan, "spill-link")))
+
+	// A plan dir whose lock is a symlink, one with no lock, and a dir that is not a plan dir.
+	linkedLock := filepath.Join(root, DirPrefix+"linked-lock")
+	require.NoError(t, os.Mkdir(linkedLock, 0o700))
+	require.NoError(t, os.Symlink(precious, filepath.Join(linkedLock, OwnerLockName)))
+	unlocked := filepath.Join(root, DirPrefix+"no-lock")
+	require.NoError(t, os.Mkdir(unlocked, 0o700))
+	other := filepath.Join(root, "blockmgr-other")
+	require.NoError(t, os.Mkdir(other, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(other, OwnerLockName), nil, 0o600))
+
+	removed, err := SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{orphan}, removed)
+	assert.FileExists(t, precious)
+	assert.DirExists(t, lure)
+	assert.FileExists(t, filepath.Join(lure, OwnerLockName))
+	assert.DirExists(t, linkedLock)
+	assert.DirExists(t, unlocked)
+	assert.DirExists(t, other)
+}
+
+func TestSweepOfAMissingDirIsNotAnError(t *testing.T) {
+	removed, err := SweepOrphans(filepath.Join(t.TempDir(), "gone"))
+	assert.NoError(t, err)
+	assert.Empty(t, removed)
+}
