@@ -21,8 +21,18 @@ func main() {}
 var registry = plan.NewRegistry(nil)
 
 //export Java_spillway_NativeSpill_createPlan
-func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize C.jlong) (handle C.jlong) {
+func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize C.jlong) C.jlong {
 	defer recoverPanic(env)
+	return createPlan(env, localDirs, int64(maxTempDirectorySize), plan.Unlimited)
+}
+
+//export Java_spillway_NativeSpill_createPlanWithExecutorLimit
+func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize, maxExecutorTempDirectorySize C.jlong) C.jlong {
+	defer recoverPanic(env)
+	return createPlan(env, localDirs, int64(maxTempDirectorySize), int64(maxExecutorTempDirectorySize))
+}
+
+func createPlan(env *C.JNIEnv, localDirs C.jobjectArray, limit, executorLimit int64) C.jlong {
 	if localDirs == 0 {
 		throw(env, argumentError("localDirs is null; pass the executor's local dirs"))
 		return 0
@@ -32,7 +42,7 @@ func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C
 		throw(env, err)
 		return 0
 	}
-	h, err := registry.CreatePlan(dirs, int64(maxTempDirectorySize))
+	h, err := registry.CreatePlan(dirs, limit, executorLimit)
 	if err != nil {
 		throw(env, err)
 		return 0
@@ -110,6 +120,24 @@ func Java_spillway_NativeSpill_releaseTmpFile(env *C.JNIEnv, _ C.jclass, file C.
 //
 //export Java_spillway_NativeSpill_noop
 func Java_spillway_NativeSpill_noop(*C.JNIEnv, C.jclass) {}
+
+// statsLen is how many longs stats fills, in the order of plan.Stats.
+const statsLen = 8
+
+//export Java_spillway_NativeSpill_stats
+func Java_spillway_NativeSpill_stats(env *C.JNIEnv, _ C.jclass, out C.jlongArray) {
+	defer recoverPanic(env)
+	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < statsLen {
+		throw(env, argumentError("out must be a long[] of at least 8 elements"))
+		return
+	}
+	st := registry.Stats()
+	vals := [statsLen]C.jlong{
+		C.jlong(st.LivePlans), C.jlong(st.PlansSpilled), C.jlong(st.DirsCreated), C.jlong(st.FilesCreated),
+		C.jlong(st.BytesWritten), C.jlong(st.LimitFailures), C.jlong(st.FSErrors), C.jlong(st.BytesInUse),
+	}
+	C.spillway_set_longs(env, out, &vals[0], statsLen)
+}
 
 //export spillwayOnLoad
 func spillwayOnLoad(env *C.JNIEnv) (status C.int) {

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"errors"
-	"unsafe"
 
 	"github.com/spillway/spillway/plan/extsort"
 )
@@ -114,7 +113,7 @@ func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C
 	}
 	st := s.Stats()
 	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(s.MemoryUsed())}
-	C.spillway_set_longs(env, out, (*C.jlong)(unsafe.Pointer(&vals[0])), sortStatsLen)
+	C.spillway_set_longs(env, out, &vals[0], sortStatsLen)
 }
 
 //export Java_spillway_NativeSpill_releaseSort

@@ -14,7 +14,7 @@ func BenchmarkCreateReleasePlan(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					h, err := r.CreatePlan(ld, 100<<30)
+					h, err := r.CreatePlan(ld, 100<<30, Unlimited)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -6,15 +6,21 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/spillway/spillway/plan/extsort"
 	"github.com/spillway/spillway/spill"
 )
 
-// MaxTempDirectorySizeKey is the Spark setting that sets a plan's spill limit; a refused write
-// names it so the user knows what to raise.
-const MaxTempDirectorySizeKey = "spark.spillway.maxTempDirectorySize"
+// The Spark settings of the two limits; a refused write names the one it hit.
+const (
+	MaxTempDirectorySizeKey         = "spark.spillway.maxTempDirectorySize"
+	MaxExecutorTempDirectorySizeKey = "spark.spillway.maxExecutorTempDirectorySize"
+)
+
+// Unlimited is an executor limit that never refuses a write.
+const Unlimited = math.MaxInt64
 
 // LocalDirs is a validated list of local dirs. Parse it once and reuse it for every plan: the
 // parse allocates and checks, a plan built from it does neither.
@@ -38,6 +44,9 @@ type Registry struct {
 	files *handleTable[*fileEntry]
 	sorts *handleTable[*sortEntry]
 	fs    spill.FS
+
+	// shared holds the executor-wide budget over all plans' files, and the counters.
+	shared spill.Shared
 }
 
 // NewRegistry returns an empty registry whose plans use fsys, or the real filesystem if nil.
@@ -65,14 +74,21 @@ type fileEntry struct {
 	file *spill.File
 }
 
-// CreatePlan registers a plan that may spill up to limit bytes under dirs. It touches no
-// filesystem: an unusable dir is found out at the plan's first spill file.
-func (r *Registry) CreatePlan(dirs LocalDirs, limit int64) (uint64, error) {
+// CreatePlan registers a plan that may spill up to limit bytes under dirs, and no more than
+// would take the bytes of all plans of the registry past executorLimit (Unlimited for none).
+// Both limits are the plan's own, fixed now: a later plan created with other values never
+// changes this one. It touches no filesystem: an unusable dir is found out at the plan's first
+// spill file.
+func (r *Registry) CreatePlan(dirs LocalDirs, limit, executorLimit int64) (uint64, error) {
 	if dirs.roots == nil {
 		return 0, &ArgumentError{Reason: "local dirs were not parsed; call ParseLocalDirs"}
 	}
 	p := new(Plan)
-	if err := p.spill.Init(spill.Config{Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs}); err != nil {
+	err := p.spill.Init(spill.Config{
+		Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs,
+		Shared: &r.shared, SharedLimit: executorLimit, SharedLimitSetting: MaxExecutorTempDirectorySizeKey,
+	})
+	if err != nil {
 		return 0, err
 	}
 	return r.plans.add(p), nil
@@ -180,6 +196,34 @@ func (r *Registry) ReleaseTmpFile(fh uint64) error {
 		return err
 	}
 	return nil
+}
+
+// Stats is a snapshot of what the registry's plans hold and have done.
+type Stats struct {
+	LivePlans     int64 // plans created and not yet released
+	PlansSpilled  int64 // plans that created at least one spill file
+	DirsCreated   int64 // plan dirs created
+	FilesCreated  int64 // spill files created
+	BytesWritten  int64 // bytes written to spill files
+	LimitFailures int64 // writes refused by a plan's or the executor's limit
+	FSErrors      int64 // filesystem calls that failed
+	BytesInUse    int64 // bytes in the live spill files of all plans
+}
+
+// Stats counts on demand: live plans are counted by walking the handle shards, so creating and
+// releasing a plan never touches a counter shared by all plans.
+func (r *Registry) Stats() Stats {
+	st := &r.shared.Stats
+	return Stats{
+		LivePlans:     int64(r.plans.len()),
+		PlansSpilled:  st.PlansSpilled.Load(),
+		DirsCreated:   st.DirsCreated.Load(),
+		FilesCreated:  st.FilesCreated.Load(),
+		BytesWritten:  st.BytesWritten.Load(),
+		LimitFailures: st.LimitFailures.Load(),
+		FSErrors:      st.FSErrors.Load(),
+		BytesInUse:    r.shared.Used(),
+	}
 }
 
 // LivePlans, LiveFiles and LiveSorts count what is registered, for leak checks.

@@ -42,7 +42,7 @@ func TestPlanLifecycle(t *testing.T) {
 	before := listing(t, dirs)
 	r := NewRegistry(nil)
 
-	h, err := r.CreatePlan(ld, 1000)
+	h, err := r.CreatePlan(ld, 1000, Unlimited)
 	require.NoError(t, err)
 	assert.Equal(t, before, listing(t, dirs), "creating a plan touches nothing")
 
@@ -77,7 +77,7 @@ func TestPlanLifecycle(t *testing.T) {
 func TestReleasedAndForgedHandlesAreRejected(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
-	h, err := r.CreatePlan(ld, 1000)
+	h, err := r.CreatePlan(ld, 1000, Unlimited)
 	require.NoError(t, err)
 	fh, err := r.CreateTmpFile(h)
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestReleasedAndForgedHandlesAreRejected(t *testing.T) {
 	assert.Contains(t, r.ReleasePlan(h).Error(), "released already, or never issued")
 
 	// A new plan never answers to an old handle.
-	h2, err := r.CreatePlan(ld, 1000)
+	h2, err := r.CreatePlan(ld, 1000, Unlimited)
 	require.NoError(t, err)
 	assert.NotEqual(t, h, h2)
 	_, err = r.UsedDiskSpace(h)
@@ -147,9 +147,9 @@ func TestBadConfigurationIsAnArgumentError(t *testing.T) {
 	}
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
-	_, err := r.CreatePlan(ld, -1)
+	_, err := r.CreatePlan(ld, -1, Unlimited)
 	assert.Equal(t, KindInvalidArgument, Classify(err))
-	_, err = r.CreatePlan(LocalDirs{}, 1)
+	_, err = r.CreatePlan(LocalDirs{}, 1, Unlimited)
 	assert.Equal(t, KindInvalidArgument, Classify(err))
 	assert.Zero(t, r.LivePlans())
 }
@@ -159,7 +159,7 @@ func TestUnusableDirsFailOnlyAtFirstSpill(t *testing.T) {
 	ld, err := ParseLocalDirs([]string{missing})
 	require.NoError(t, err)
 	r := NewRegistry(nil)
-	h, err := r.CreatePlan(ld, 1000)
+	h, err := r.CreatePlan(ld, 1000, Unlimited)
 	require.NoError(t, err, "a plan that never spills never fails on its dirs")
 	_, err = r.CreateTmpFile(h)
 	require.Error(t, err)
@@ -172,8 +172,8 @@ func TestUnusableDirsFailOnlyAtFirstSpill(t *testing.T) {
 func TestTwoPlansSeparateLimits(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
-	a, _ := r.CreatePlan(ld, 10)
-	b, _ := r.CreatePlan(ld, 10)
+	a, _ := r.CreatePlan(ld, 10, Unlimited)
+	b, _ := r.CreatePlan(ld, 10, Unlimited)
 	fa, err := r.CreateTmpFile(a)
 	require.NoError(t, err)
 	fb, err := r.CreateTmpFile(b)
@@ -197,7 +197,7 @@ func TestConcurrentPlans(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			for range 200 {
-				h, err := r.CreatePlan(ld, 64<<10)
+				h, err := r.CreatePlan(ld, 64<<10, Unlimited)
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -224,7 +224,7 @@ func TestConcurrentPlans(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 100 {
-				h, _ := r.CreatePlan(ld, 1<<20)
+				h, _ := r.CreatePlan(ld, 1<<20, Unlimited)
 				fh, err := r.CreateTmpFile(h)
 				if !assert.NoError(t, err) {
 					return
@@ -253,7 +253,7 @@ func TestConcurrentPlans(t *testing.T) {
 func TestLeftoverIsReportedButPlanStillReleased(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
-	h, _ := r.CreatePlan(ld, 100)
+	h, _ := r.CreatePlan(ld, 100, Unlimited)
 	fh, err := r.CreateTmpFile(h)
 	require.NoError(t, err)
 	path, _ := r.Path(fh)
@@ -271,7 +271,7 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	dirs, ld := localDirs(t, 2)
 	before := listing(t, dirs)
 	r := NewRegistry(nil)
-	h, err := r.CreatePlan(ld, 1<<20)
+	h, err := r.CreatePlan(ld, 1<<20, Unlimited)
 	require.NoError(t, err)
 
 	_, err = r.CreateSort(h, 0)
@@ -303,7 +303,7 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
-	h, _ := r.CreatePlan(ld, 1<<20)
+	h, _ := r.CreatePlan(ld, 1<<20, Unlimited)
 	sh, err := r.CreateSort(h, 512)
 	require.NoError(t, err)
 	s, _ := r.Sort(sh)
@@ -319,4 +319,37 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	assert.Zero(t, used, "the sort's run files are given back")
 	assert.Zero(t, r.LiveSorts())
 	require.NoError(t, r.ReleasePlan(h))
+}
+
+func TestExecutorLimitAndStats(t *testing.T) {
+	dirs, ld := localDirs(t, 1)
+	before := listing(t, dirs)
+	r := NewRegistry(nil)
+	a, err := r.CreatePlan(ld, 100, 150)
+	require.NoError(t, err)
+	b, err := r.CreatePlan(ld, 100, 150)
+	require.NoError(t, err)
+	fa, err := r.CreateTmpFile(a)
+	require.NoError(t, err)
+	fb, err := r.CreateTmpFile(b)
+	require.NoError(t, err)
+	require.NoError(t, r.Write(fa, make([]byte, 100)))
+	err = r.Write(fb, make([]byte, 60))
+	assert.Equal(t, KindLimitExceeded, Classify(err))
+	assert.Contains(t, err.Error(), MaxExecutorTempDirectorySizeKey)
+	require.NoError(t, r.Write(fb, make([]byte, 50)))
+
+	_, err = r.CreatePlan(ld, 100, -1)
+	assert.Equal(t, KindInvalidArgument, Classify(err))
+
+	assert.Equal(t, Stats{
+		LivePlans: 2, PlansSpilled: 2, DirsCreated: 2, FilesCreated: 2,
+		BytesWritten: 150, LimitFailures: 1, BytesInUse: 150,
+	}, r.Stats())
+	require.NoError(t, r.ReleasePlan(a))
+	require.NoError(t, r.ReleasePlan(b))
+	st := r.Stats()
+	assert.Zero(t, st.LivePlans)
+	assert.Zero(t, st.BytesInUse)
+	assert.Equal(t, before, listing(t, dirs))
 }

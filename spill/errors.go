@@ -27,12 +27,17 @@ type LimitError struct {
 	Used    int64  // bytes held when the write was refused
 	Request int64  // bytes the write asked for
 	Setting string // the configuration that sets Limit, named so the user knows what to raise
+	Shared  bool   // the limit hit is the budget shared by all managers, not this one's own
 }
 
 func (e *LimitError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "spill limit exceeded: writing %s more would take this plan's spill files from %s to %s, over its limit of %s",
-		formatBytes(e.Request), formatBytes(e.Used), formatBytes(e.Used+e.Request), formatBytes(e.Limit))
+	whose := "this plan's spill files"
+	if e.Shared {
+		whose = "the spill files of all plans in this process"
+	}
+	fmt.Fprintf(&b, "spill limit exceeded: writing %s more would take %s from %s to %s, over the limit of %s",
+		formatBytes(e.Request), whose, formatBytes(e.Used), formatBytes(e.Used+e.Request), formatBytes(e.Limit))
 	if e.Setting != "" {
 		fmt.Fprintf(&b, "; raise %s, or give the plan more memory so it spills less", e.Setting)
 	}

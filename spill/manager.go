@@ -34,6 +34,33 @@ type Config struct {
 	// LimitError tells the user what to raise. Optional.
 	LimitSetting string
 	FS           FS // nil means OSFS
+
+	// Shared, if set, is shared with other managers: it counts what they all do and holds a
+	// budget over all their files together. SharedLimit is this manager's view of that budget,
+	// taken now, so a manager built later with another value never changes this one's.
+	Shared             *Shared
+	SharedLimit        int64
+	SharedLimitSetting string // names the configuration that sets SharedLimit
+}
+
+// Shared is what the managers of one process (a Spark executor) share: a budget over the bytes
+// in all their live files, and counters. The zero value is ready to use.
+type Shared struct {
+	used  atomic.Int64
+	Stats Stats
+}
+
+// Used is the number of bytes in the live files of all managers sharing s.
+func (s *Shared) Used() int64 { return s.used.Load() }
+
+// Stats counts what managers did. Every field is updated atomically and may be read at any time.
+type Stats struct {
+	PlansSpilled  atomic.Int64 // managers that created at least one file
+	DirsCreated   atomic.Int64 // plan dirs created, healed ones included
+	FilesCreated  atomic.Int64 // spill files created
+	BytesWritten  atomic.Int64 // bytes written to spill files
+	LimitFailures atomic.Int64 // writes refused by a limit
+	FSErrors      atomic.Int64 // filesystem calls that failed
 }
 
 // Manager is one plan's spill space. It is safe for concurrent use.
@@ -45,6 +72,10 @@ type Manager struct {
 
 	used atomic.Int64 // bytes reserved by writes in flight plus bytes in live files
 
+	shared        *Shared // nil: no shared budget and no counters
+	sharedLimit   int64
+	sharedSetting string
+
 	mu     sync.Mutex
 	closed bool
 	state  *spillState // nil until the first file: a plan that never spills holds nothing more
@@ -52,11 +83,12 @@ type Manager struct {
 
 // spillState is what a manager keeps once it has spilled, guarded by Manager.mu.
 type spillState struct {
-	next   int                // the root that takes the next file
-	dirs   []string           // per root: its current plan dir, "" until a file lands there
-	failed []error            // per root: why it was given up for this manager, nil while usable
-	made   []planDir          // every plan dir created, healed ones included, removed at Close
-	files  map[*File]struct{} // files not yet deleted; nil once Close has taken them
+	next    int                // the root that takes the next file
+	spilled bool               // a file was created
+	dirs    []string           // per root: its current plan dir, "" until a file lands there
+	failed  []error            // per root: why it was given up for this manager, nil while usable
+	made    []planDir          // every plan dir created, healed ones included, removed at Close
+	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
 }
 
 // planDir is a plan dir and the owner lock inside it, held while the manager lives: a sweep by
@@ -86,7 +118,11 @@ func (m *Manager) Init(cfg Config) error {
 	if cfg.Limit < 0 {
 		return &ConfigError{Reason: "the spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
 	}
+	if cfg.Shared != nil && cfg.SharedLimit < 0 {
+		return &ConfigError{Reason: "the shared spill limit is negative (" + formatBytes(cfg.SharedLimit) + "); give 0 or more bytes"}
+	}
 	m.roots, m.limit, m.setting, m.fs = cfg.Roots, cfg.Limit, cfg.LimitSetting, cfg.FS
+	m.shared, m.sharedLimit, m.sharedSetting = cfg.Shared, cfg.SharedLimit, cfg.SharedLimitSetting
 	if m.fs == nil {
 		m.fs = OSFS{}
 	}
@@ -121,11 +157,16 @@ func (m *Manager) CreateFile() (*File, error) {
 		}
 		f, err := m.createIn(s, r)
 		if err != nil {
-			s.failed[r] = err
+			s.failed[r] = m.fsError(err)
 			continue
 		}
 		s.next = (r + 1) % n
 		s.files[f] = struct{}{}
+		if !s.spilled {
+			s.spilled = true
+			m.stats().PlansSpilled.Add(1)
+		}
+		m.stats().FilesCreated.Add(1)
 		return f, nil
 	}
 	failures := make([]RootFailure, n)
@@ -178,6 +219,7 @@ func (m *Manager) makeDir(s *spillState, r int) error {
 	}
 	s.dirs[r] = dir
 	s.made = append(s.made, planDir{path: dir, lock: lock})
+	m.stats().DirsCreated.Add(1)
 	return nil
 }
 
@@ -190,17 +232,58 @@ func (m *Manager) createFileIn(dir string) (*File, error) {
 	return &File{m: m, path: path, h: h}, nil
 }
 
-// reserve takes n bytes of the limit, or refuses with a *LimitError and takes nothing.
+// reserve takes n bytes of the manager's limit and of the shared budget, or refuses with a
+// *LimitError naming the limit that was hit and takes nothing.
 func (m *Manager) reserve(n int64) error {
-	for {
-		used := m.used.Load()
-		if n > m.limit-used {
-			return &LimitError{Limit: m.limit, Used: used, Request: n, Setting: m.setting}
+	if err := reserveOn(&m.used, m.limit, n, m.setting, false); err != nil {
+		m.stats().LimitFailures.Add(1)
+		return err
+	}
+	if m.shared != nil {
+		if err := reserveOn(&m.shared.used, m.sharedLimit, n, m.sharedSetting, true); err != nil {
+			m.used.Add(-n)
+			m.stats().LimitFailures.Add(1)
+			return err
 		}
-		if m.used.CompareAndSwap(used, used+n) {
+	}
+	return nil
+}
+
+func reserveOn(used *atomic.Int64, limit, n int64, setting string, shared bool) error {
+	for {
+		u := used.Load()
+		if n > limit-u {
+			return &LimitError{Limit: limit, Used: u, Request: n, Setting: setting, Shared: shared}
+		}
+		if used.CompareAndSwap(u, u+n) {
 			return nil
 		}
 	}
+}
+
+// unreserve gives n bytes back to the manager's limit and the shared budget.
+func (m *Manager) unreserve(n int64) {
+	m.used.Add(-n)
+	if m.shared != nil {
+		m.shared.used.Add(-n)
+	}
+}
+
+// noStats absorbs the counts of a manager that shares no counters.
+var noStats Stats
+
+// stats is where the manager counts what it does.
+func (m *Manager) stats() *Stats {
+	if m.shared == nil {
+		return &noStats
+	}
+	return &m.shared.Stats
+}
+
+// fsError counts a failed filesystem call and returns err.
+func (m *Manager) fsError(err error) error {
+	m.stats().FSErrors.Add(1)
+	return err
 }
 
 // forget drops a deleted file from the live set.
@@ -301,11 +384,12 @@ func (f *File) Write(p []byte) (int, error) {
 		if w > 0 && f.h.Truncate(f.size) == nil {
 			w = 0
 		}
-		f.m.used.Add(int64(w) - n)
+		f.m.unreserve(n - int64(w))
 		f.size += int64(w)
-		return 0, err
+		return 0, f.m.fsError(err)
 	}
 	f.size += n
+	f.m.stats().BytesWritten.Add(n)
 	return len(p), nil
 }
 
@@ -343,9 +427,9 @@ func (f *File) discard() error {
 		f.h = nil
 	}
 	if err := removeIfExists(f.m.fs, f.path); err != nil {
-		return err
+		return f.m.fsError(err)
 	}
 	f.gone = true
-	f.m.used.Add(-f.size)
+	f.m.unreserve(f.size)
 	return nil
 }

@@ -517,6 +517,72 @@ func TestCloseRacesWithWritesAndCreates(t *testing.T) {
 func TestLimitErrorMessageIsReadable(t *testing.T) {
 	err := &LimitError{Limit: 100 << 30, Used: 100<<30 - 10, Request: 64 << 10, Setting: "spark.spillway.maxTempDirectorySize"}
 	assert.Equal(t, "spill limit exceeded: writing 64.0 KiB (65536 bytes) more would take this plan's spill files from "+
-		"100.0 GiB (107374182390 bytes) to 100.0 GiB (107374247926 bytes), over its limit of 100.0 GiB (107374182400 bytes); "+
+		"100.0 GiB (107374182390 bytes) to 100.0 GiB (107374247926 bytes), over the limit of 100.0 GiB (107374182400 bytes); "+
 		"raise spark.spillway.maxTempDirectorySize, or give the plan more memory so it spills less", err.Error())
+}
+
+func TestSharedBudgetHoldsOverAllManagers(t *testing.T) {
+	dirs := tempRoots(t, 1)
+	roots, err := NewRoots(dirs)
+	require.NoError(t, err)
+	var shared Shared
+	build := func(sharedLimit int64) *Manager {
+		m, err := New(Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: sharedLimit, SharedLimitSetting: "test.shared"})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close() })
+		return m
+	}
+	a, b := build(150), build(150)
+	fa, err := a.CreateFile()
+	require.NoError(t, err)
+	fb, err := b.CreateFile()
+	require.NoError(t, err)
+	write(t, fa, 100)
+	_, err = fb.Write(make([]byte, 60))
+	var limitErr *LimitError
+	require.ErrorAs(t, err, &limitErr)
+	assert.Equal(t, LimitError{Limit: 150, Used: 100, Request: 60, Setting: "test.shared", Shared: true}, *limitErr)
+	assert.Contains(t, err.Error(), "all plans in this process")
+	assert.Zero(t, b.Used(), "a write refused by the shared budget takes nothing from the plan's own")
+	write(t, fb, 50)
+	assert.Equal(t, int64(150), shared.Used())
+
+	// A manager built with another value uses it; the others keep the one they were built with.
+	c := build(1000)
+	fc, err := c.CreateFile()
+	require.NoError(t, err)
+	write(t, fc, 100)
+	_, err = fb.Write([]byte{1})
+	require.ErrorAs(t, err, &limitErr)
+	assert.Equal(t, int64(150), limitErr.Limit)
+
+	require.NoError(t, fa.Release())
+	require.NoError(t, c.Close())
+	assert.Equal(t, int64(50), shared.Used())
+	require.NoError(t, b.Close())
+	assert.Zero(t, shared.Used())
+
+	assert.Equal(t, int64(3), shared.Stats.PlansSpilled.Load())
+	assert.Equal(t, int64(3), shared.Stats.FilesCreated.Load())
+	assert.Equal(t, int64(3), shared.Stats.DirsCreated.Load())
+	assert.Equal(t, int64(250), shared.Stats.BytesWritten.Load())
+	assert.Equal(t, int64(2), shared.Stats.LimitFailures.Load())
+	assert.Zero(t, shared.Stats.FSErrors.Load())
+}
+
+func TestSharedCountsFilesystemErrors(t *testing.T) {
+	var shared Shared
+	roots, err := NewRoots([]string{filepath.Join(t.TempDir(), "missing")})
+	require.NoError(t, err)
+	m, err := New(Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: 100})
+	require.NoError(t, err)
+	_, err = m.CreateFile()
+	require.Error(t, err)
+	assert.Equal(t, int64(1), shared.Stats.FSErrors.Load())
+	assert.Zero(t, shared.Stats.PlansSpilled.Load())
+	require.NoError(t, m.Close())
+
+	_, err = New(Config{Roots: roots, Limit: 1, Shared: &shared, SharedLimit: -1})
+	var cfgErr *ConfigError
+	assert.ErrorAs(t, err, &cfgErr)
 }

@@ -32,6 +32,18 @@ public final class NativeSpill {
    */
   public static native long createPlan(String[] localDirs, long maxTempDirectorySize);
 
+  /**
+   * {@link #createPlan} with a second limit: the plan's writes are also refused when they would
+   * take the bytes in the live files of all plans of this JVM past {@code
+   * maxExecutorTempDirectorySize}. Both limits are this plan's own, fixed now: a plan created
+   * later with other values never changes this one.
+   *
+   * @param maxExecutorTempDirectorySize bytes for all plans of the JVM together ({@code
+   *     Long.MAX_VALUE}: no executor limit); not negative
+   */
+  public static native long createPlanWithExecutorLimit(
+      String[] localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
+
   /** Creates a spill file for the plan, and on first use the plan's directory under the chosen root. */
   public static native long createTmpFile(long plan) throws IOException;
 
@@ -57,6 +69,16 @@ public final class NativeSpill {
 
   /** Deletes every file and directory the plan created, nothing else. */
   public static native void releasePlan(long plan);
+
+  /** How many longs {@link #stats} fills. */
+  public static final int STATS_LENGTH = 8;
+
+  /**
+   * Fills {@code out[0..7]} with this JVM's counters: live plans, plans that spilled, plan
+   * directories created, spill files created, bytes written to spill files, writes refused by a
+   * limit, failed filesystem calls, bytes in live spill files now.
+   */
+  public static native void stats(long[] out);
 
   /** Does nothing: measures the floor cost of a call into the library. */
   public static native void noop();
