@@ -1,6 +1,7 @@
 package spill
 
 import (
+	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -36,8 +37,9 @@ type FaultFS struct {
 	FS FS
 	// Inject is asked before every operation with its path (the file's path for OpWrite); a
 	// non-zero errno fails the operation with an *os.PathError carrying it. A failed write first
-	// writes half of the data, as a real short write on a filling disk does. Inject may be called
-	// from many goroutines at once.
+	// writes half of the data, as a real short write on a filling disk does; a remove failed with
+	// ENOENT removes first, as a cleaner racing with it would. Inject may be called from many
+	// goroutines at once.
 	Inject func(op Op, path string) syscall.Errno
 }
 
@@ -73,6 +75,13 @@ func (f *FaultFS) CreateExclusive(path string, perm os.FileMode) (Handle, error)
 
 func (f *FaultFS) Remove(path string) error {
 	if err := f.fault(OpRemove, path); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			// An unlink reports ENOENT only when the file is gone: model a cleaner that got
+			// there first, not a file that stays while the call says it is absent.
+			if rmErr := f.FS.Remove(path); rmErr != nil {
+				return rmErr
+			}
+		}
 		return err
 	}
 	return f.FS.Remove(path)

@@ -89,14 +89,16 @@ type spillState struct {
 	failed  []error            // per root: why it was given up for this manager, nil while usable
 	made    []planDir          // every plan dir created, healed ones included, removed at Close
 	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
+	strays  []string           // lock files of dirs never made, whose removal failed
 }
 
-// planDir is a plan dir and the owner lock inside it, held while the manager lives: a sweep by
-// another process (see SweepOrphans) removes the dir only once the lock is free, that is once
-// this process has died without closing the manager.
+// planDir is a plan dir and its owner lock file beside it, locked while the manager lives: a
+// sweep by another process (see SweepOrphans) removes the dir only once the lock is free, that
+// is once this process has died without closing the manager.
 type planDir struct {
-	path string
-	lock io.Closer
+	path     string
+	lockPath string
+	lock     io.Closer
 }
 
 // New returns a manager that has created nothing. It makes no filesystem call.
@@ -207,18 +209,26 @@ func (m *Manager) createIn(s *spillState, r int) (*File, error) {
 	return f, err
 }
 
+// makeDir makes root r's plan dir, its owner lock first: a plan dir never exists unowned, so a
+// sweep can leave alone every dir without a lock file.
 func (m *Manager) makeDir(s *spillState, r int) error {
-	dir := filepath.Join(m.roots.Path(r), DirPrefix+crand.Text())
-	if err := m.fs.Mkdir(dir, dirMode); err != nil {
+	name := DirPrefix + crand.Text()
+	root := m.roots.Path(r)
+	lockPath := filepath.Join(root, ownerLockName(name))
+	lock, err := m.fs.CreateLock(lockPath, fileMode)
+	if err != nil {
 		return err
 	}
-	lock, err := m.fs.CreateLock(filepath.Join(dir, OwnerLockName), fileMode)
-	if err != nil {
-		_ = removeIfExists(m.fs, dir)
+	dir := filepath.Join(root, name)
+	if err := m.fs.Mkdir(dir, dirMode); err != nil {
+		if rmErr := removeIfExists(m.fs, lockPath); rmErr != nil {
+			s.strays = append(s.strays, lockPath) // Close tries again
+		}
+		_ = lock.Close()
 		return err
 	}
 	s.dirs[r] = dir
-	s.made = append(s.made, planDir{path: dir, lock: lock})
+	s.made = append(s.made, planDir{path: dir, lockPath: lockPath, lock: lock})
 	m.stats().DirsCreated.Add(1)
 	return nil
 }
@@ -325,16 +335,22 @@ func (m *Manager) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	for _, path := range s.strays {
+		if err := removeIfExists(m.fs, path); err != nil {
+			errs = append(errs, m.fsError(err))
+		}
+	}
 	for i := len(s.made) - 1; i >= 0; i-- {
 		d := s.made[i]
-		// The lock goes last but one: until the dir is empty, a sweep must see it owned.
-		err := removeIfExists(m.fs, filepath.Join(d.path, OwnerLockName))
-		_ = d.lock.Close()
+		// The lock file goes last, and only once the dir is gone: a dir left behind stays owned,
+		// and the next sweep removes it once this process is gone or the lock is closed.
+		err := removeIfExists(m.fs, d.path)
 		if err == nil {
-			err = removeIfExists(m.fs, d.path)
+			err = removeIfExists(m.fs, d.lockPath)
 		}
+		_ = d.lock.Close()
 		if err != nil {
-			errs = append(errs, err)
+			errs = append(errs, m.fsError(err))
 		}
 	}
 	return errors.Join(errs...)

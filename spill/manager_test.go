@@ -363,7 +363,7 @@ func TestEveryRootFailingNamesEachRootAndCause(t *testing.T) {
 	assert.Equal(t, a, noRoot.Failures[0].Root)
 	assert.Equal(t, b, noRoot.Failures[1].Root)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Contains(t, err.Error(), a+": mkdir "+a+"/"+DirPrefix)
+	assert.Contains(t, err.Error(), a+": open "+a+"/."+DirPrefix)
 	assert.Contains(t, err.Error(), "no such file or directory")
 	assert.Contains(t, err.Error(), b)
 	assert.Zero(t, m.Used())

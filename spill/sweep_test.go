@@ -105,35 +105,41 @@ func TestSweepNeverFollowsSymlinksOrLeavesTheDir(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	precious := filepath.Join(outside, "precious")
 	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o600))
+	lock := func(planName string) string { return filepath.Join(root, ownerLockName(planName)) }
 
-	// An orphan-looking dir outside, reached through a symlink named like a plan dir.
-	lure := filepath.Join(outside, DirPrefix+"lure")
+	// An unowned lock whose "plan dir" is a symlink to a dir outside.
+	lure := filepath.Join(outside, "lure")
 	require.NoError(t, os.Mkdir(lure, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(lure, OwnerLockName), nil, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(lure, "spill-x"), nil, 0o600))
+	require.NoError(t, os.WriteFile(lock(DirPrefix+"link"), nil, 0o600))
 	require.NoError(t, os.Symlink(lure, filepath.Join(root, DirPrefix+"link")))
 
 	// A real orphan whose contents include a symlink to a file outside.
 	orphan := filepath.Join(root, DirPrefix+"orphan")
 	require.NoError(t, os.Mkdir(orphan, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(orphan, OwnerLockName), nil, 0o600))
+	require.NoError(t, os.WriteFile(lock(DirPrefix+"orphan"), nil, 0o600))
 	require.NoError(t, os.Symlink(precious, filepath.Join(orphan, "spill-link")))
 
-	// A plan dir whose lock is a symlink, one with no lock, and a dir that is not a plan dir.
+	// A plan dir whose lock file is a symlink, one with no lock file, a lock with no dir, and a
+	// dir that is not a plan dir.
 	linkedLock := filepath.Join(root, DirPrefix+"linked-lock")
 	require.NoError(t, os.Mkdir(linkedLock, 0o700))
-	require.NoError(t, os.Symlink(precious, filepath.Join(linkedLock, OwnerLockName)))
+	require.NoError(t, os.Symlink(precious, lock(DirPrefix+"linked-lock")))
 	unlocked := filepath.Join(root, DirPrefix+"no-lock")
 	require.NoError(t, os.Mkdir(unlocked, 0o700))
+	require.NoError(t, os.WriteFile(lock(DirPrefix+"dirless"), nil, 0o600))
 	other := filepath.Join(root, "blockmgr-other")
 	require.NoError(t, os.Mkdir(other, 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(other, OwnerLockName), nil, 0o600))
 
 	removed, err := SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Equal(t, []string{orphan}, removed)
+	assert.NoDirExists(t, orphan)
+	assert.NoFileExists(t, lock(DirPrefix+"orphan"))
+	assert.NoFileExists(t, lock(DirPrefix+"dirless"), "a free lock without its dir is swept too")
 	assert.FileExists(t, precious)
-	assert.DirExists(t, lure)
-	assert.FileExists(t, filepath.Join(lure, OwnerLockName))
+	assert.FileExists(t, filepath.Join(lure, "spill-x"))
+	assert.FileExists(t, lock(DirPrefix+"link"), "a plan dir that is a symlink is left, with its lock")
 	assert.DirExists(t, linkedLock)
 	assert.DirExists(t, unlocked)
 	assert.DirExists(t, other)
