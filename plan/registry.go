@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/metrics"
 	"sync"
 
 	"github.com/spillway/spillway/plan/extsort"
@@ -208,6 +209,7 @@ type Stats struct {
 	LimitFailures int64 // writes refused by a plan's or the executor's limit
 	FSErrors      int64 // filesystem calls that failed
 	BytesInUse    int64 // bytes in the live spill files of all plans
+	GoHeapBytes   int64 // bytes of live and not yet swept objects on the Go heap, outside the Java heap
 }
 
 // Stats counts on demand: live plans are counted by walking the handle shards, so creating and
@@ -223,7 +225,18 @@ func (r *Registry) Stats() Stats {
 		LimitFailures: st.LimitFailures.Load(),
 		FSErrors:      st.FSErrors.Load(),
 		BytesInUse:    r.shared.Used(),
+		GoHeapBytes:   goHeapBytes(),
 	}
+}
+
+// goHeapBytes reads the Go heap's size without stopping the world (runtime.ReadMemStats would).
+func goHeapBytes() int64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return -1
+	}
+	return int64(sample[0].Value.Uint64())
 }
 
 // LivePlans, LiveFiles and LiveSorts count what is registered, for leak checks.

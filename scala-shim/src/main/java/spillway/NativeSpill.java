@@ -71,12 +71,13 @@ public final class NativeSpill {
   public static native void releasePlan(long plan);
 
   /** How many longs {@link #stats} fills. */
-  public static final int STATS_LENGTH = 8;
+  public static final int STATS_LENGTH = 9;
 
   /**
-   * Fills {@code out[0..7]} with this JVM's counters: live plans, plans that spilled, plan
+   * Fills {@code out[0..8]} with this JVM's counters: live plans, plans that spilled, plan
    * directories created, spill files created, bytes written to spill files, writes refused by a
-   * limit, failed filesystem calls, bytes in live spill files now.
+   * limit, failed filesystem calls, bytes in live spill files now, and bytes of the library's Go
+   * heap (outside the Java heap: count it in spark.executor.memoryOverhead).
    */
   public static native void stats(long[] out);
 
