@@ -201,7 +201,7 @@ func bufferRegion(env *C.JNIEnv, buf C.jobject, offset, length C.jint, name stri
 	return addr, nil
 }
 
-// directBufferBytes returns the memory of a direct buffer's region, to write into.
+// directBufferBytes returns the memory of a writable direct buffer's region, to write into.
 func directBufferBytes(env *C.JNIEnv, buf C.jobject, offset, length C.jint, name string) ([]byte, error) {
 	addr, err := bufferRegion(env, buf, offset, length, name)
 	if err != nil {
@@ -209,6 +209,13 @@ func directBufferBytes(env *C.JNIEnv, buf C.jobject, offset, length C.jint, name
 	}
 	if addr == nil {
 		return nil, argumentError(name + " must be a direct ByteBuffer (ByteBuffer.allocateDirect)")
+	}
+	// A read-only view still has an address: writing through it would break Java's promise.
+	switch C.spillway_buffer_read_only(env, buf) {
+	case 1:
+		return nil, argumentError(name + " is read-only; pass a writable direct ByteBuffer")
+	case -1:
+		return nil, errJavaPending
 	}
 	return unsafe.Slice((*byte)(unsafe.Add(addr, offset)), length), nil
 }

@@ -5,7 +5,7 @@
 static jclass exception_class[SPILLWAY_EXCEPTION_KINDS];
 static jmethodID exception_ctor[SPILLWAY_EXCEPTION_KINDS];
 
-static jmethodID buffer_limit, buffer_has_array, buffer_array, buffer_array_offset, buffer_get_abs;
+static jmethodID buffer_limit, buffer_has_array, buffer_array, buffer_array_offset, buffer_get_abs, buffer_read_only;
 
 static jclass global_class(JNIEnv *env, const char *name) {
 	jclass local = (*env)->FindClass(env, name);
@@ -54,8 +54,10 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 	buffer_array = (*env)->GetMethodID(env, buffer, "array", "()[B");
 	buffer_array_offset = (*env)->GetMethodID(env, buffer, "arrayOffset", "()I");
 	buffer_get_abs = (*env)->GetMethodID(env, buffer, "get", "(I[BII)Ljava/nio/ByteBuffer;");
+	buffer_read_only = (*env)->GetMethodID(env, buffer, "isReadOnly", "()Z");
 	(*env)->DeleteLocalRef(env, buffer);
-	if (!buffer_limit || !buffer_has_array || !buffer_array || !buffer_array_offset || !buffer_get_abs) {
+	if (!buffer_limit || !buffer_has_array || !buffer_array || !buffer_array_offset || !buffer_get_abs ||
+	    !buffer_read_only) {
 		return JNI_ERR;
 	}
 	if (spillwayOnLoad(env) != 0) {
@@ -180,4 +182,12 @@ jsize spillway_array_length(JNIEnv *env, jarray arr) {
 
 void spillway_set_longs(JNIEnv *env, jlongArray arr, const jlong *vals, jsize n) {
 	(*env)->SetLongArrayRegion(env, arr, 0, n, vals);
+}
+
+int spillway_buffer_read_only(JNIEnv *env, jobject buf) {
+	jboolean ro = (*env)->CallBooleanMethod(env, buf, buffer_read_only);
+	if ((*env)->ExceptionCheck(env)) {
+		return -1;
+	}
+	return ro ? 1 : 0;
 }

@@ -30,6 +30,9 @@ int spillway_pin_strings(JNIEnv *env, jobjectArray arr, jobject *refs, jsize n);
 // -1 with an exception pending.
 int spillway_buffer(JNIEnv *env, jobject buf, jint *limit, void **addr);
 
+// Returns 1 if buf is read-only, 0 if not, -1 with an exception pending.
+int spillway_buffer_read_only(JNIEnv *env, jobject buf);
+
 // Copies length bytes at absolute index offset of a heap ByteBuffer (read-only ones included)
 // into dst, leaving its position alone. Returns 0, or -1 with an exception pending.
 int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, void *dst);
