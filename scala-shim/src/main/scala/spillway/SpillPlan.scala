@@ -14,7 +14,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock
  * native plan is never released while one of its files is being created or written, and nothing
  * reaches the native side with a released handle.
  */
-final class SpillPlan private (handle: Long, val maxTempDirectorySize: Long) extends AutoCloseable {
+final class SpillPlan private (
+    handle: Long,
+    val maxTempDirectorySize: Long,
+    val maxExecutorTempDirectorySize: Long)
+    extends AutoCloseable {
   private val lock = new ReentrantReadWriteLock
   @volatile private var closed = false
   private val spilled = new AtomicBoolean(false)
@@ -42,6 +46,17 @@ final class SpillPlan private (handle: Long, val maxTempDirectorySize: Long) ext
     new SpillFile(this, file, path)
   }
 
+  /**
+   * Starts a native external sort that spills its runs through this plan, under its limit. The
+   * plan's close releases the sort too.
+   *
+   * @param memoryBudget most bytes of records the sort holds in memory (positive)
+   * @throws IllegalStateException if the plan is closed
+   */
+  def createSort(memoryBudget: Long): ExternalSort = withOpenPlan { () =>
+    new ExternalSort(this, NativeSpill.createSort(handle, memoryBudget), memoryBudget)
+  }
+
   /** Bytes in the plan's live files. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))
 
@@ -60,7 +75,7 @@ final class SpillPlan private (handle: Long, val maxTempDirectorySize: Long) ext
   }
 
   override def toString: String =
-    s"SpillPlan(limit=$maxTempDirectorySize bytes${if (closed) ", closed" else ""})"
+    s"SpillPlan(limit=$maxTempDirectorySize bytes, executor limit=$maxExecutorTempDirectorySize bytes${if (closed) ", closed" else ""})"
 
   /** Runs `op` while the plan is open and cannot be closed. */
   private[spillway] def withOpenPlan[T](op: () => T): T = {
@@ -89,10 +104,22 @@ object SpillPlan {
    * @throws IllegalArgumentException for invalid dirs or a negative limit
    * @throws UnsatisfiedLinkError if the native library cannot be loaded (with its cause)
    */
-  def create(localDirs: Array[String], maxTempDirectorySize: Long): SpillPlan = {
+  def create(localDirs: Array[String], maxTempDirectorySize: Long): SpillPlan =
+    create(localDirs, maxTempDirectorySize, Long.MaxValue)
+
+  /**
+   * Creates a plan as above whose writes are also refused when they would take the bytes in the
+   * live files of all plans of this JVM past `maxExecutorTempDirectorySize` (`Long.MaxValue`: no
+   * executor limit). Both limits are fixed now: plans created later with other values never
+   * change this one's.
+   *
+   * @throws IllegalArgumentException for invalid dirs or a negative limit
+   * @throws UnsatisfiedLinkError if the native library cannot be loaded (with its cause)
+   */
+  def create(localDirs: Array[String], maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
-    val handle = NativeSpill.createPlan(localDirs, maxTempDirectorySize)
+    val handle = NativeSpill.createPlanWithExecutorLimit(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
     SpillwayMetrics.plansCreated.incrementAndGet()
-    new SpillPlan(handle, maxTempDirectorySize)
+    new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
   }
 }

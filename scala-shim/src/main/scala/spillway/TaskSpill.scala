@@ -13,8 +13,9 @@ import org.apache.spark.spillway.SpillwayConf
  * success, failure and cancellation.
  *
  * The plan spills into the executor's local dirs (`SparkEnv.get.blockManager.getLocalDiskDirs`) with
- * the limit `spark.spillway.maxTempDirectorySize` read at creation: the session value (a task local
- * property) first, then the Spark conf.
+ * the limits `spark.spillway.maxTempDirectorySize` (this plan) and
+ * `spark.spillway.maxExecutorTempDirectorySize` (all plans of the executor) read at creation: the
+ * session value (a task local property) first, then the Spark conf.
  */
 object TaskSpill {
   private val plans = new ConcurrentHashMap[TaskContext, SpillPlan]()
@@ -29,7 +30,8 @@ object TaskSpill {
    * The current task's plan, created on the first call in the task.
    *
    * @throws IllegalStateException outside a Spark task
-   * @throws IllegalArgumentException if `spark.spillway.maxTempDirectorySize` is not a valid size
+   * @throws IllegalArgumentException if `spark.spillway.maxTempDirectorySize` or
+   *     `spark.spillway.maxExecutorTempDirectorySize` is not a valid size
    */
   def plan(): SpillPlan = {
     val task = TaskContext.get()
@@ -52,7 +54,8 @@ object TaskSpill {
     val env = SparkEnv.get
     if (env == null) throw new IllegalStateException("no SparkEnv in this JVM")
     val limit = SpillwayConf.maxTempDirectorySize(task, env.conf)
-    val plan = SpillPlan.create(localDirs(env), limit)
+    val executorLimit = SpillwayConf.maxExecutorTempDirectorySize(task, env.conf)
+    val plan = SpillPlan.create(localDirs(env), limit, executorLimit)
     plans.put(task, plan)
     try {
       // If the task has already completed, Spark runs the listener right away.

@@ -7,9 +7,10 @@ import java.util.Comparator
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
+import org.apache.spark.spillway.{NativeSortIterator, SpillwayConf}
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, SpillwayMetrics, TaskSpill}
+import spillway.{NativeLoader, NativeSort, SpillwayMetrics, TaskSpill}
 
 /** What one demo task did. */
 final case class TaskReport(
@@ -19,10 +20,27 @@ final case class TaskReport(
     bytes: Long,
     planDirs: Seq[String])
 
+/** What one sort task did. */
+final case class SortReport(
+    partition: Int,
+    records: Long,
+    outOfOrder: Long,
+    runs: Long,
+    bytesSpilled: Long,
+    taskDiskBytesSpilled: Long,
+    planDirsWhileSorting: Seq[String])
+
 /**
- * Runs a Spark local-mode job in which every task asks for its spill plan and half of them spill a
- * few MiB through it, then prints the lifecycle: plans, plans that spilled, dirs created, bytes
- * spilled, and the plan dirs left after the job (0). Exits with status 1 if anything is left.
+ * Runs two Spark local-mode jobs:
+ *
+ *  1. the lifecycle: every task asks for its spill plan and half of them spill a few MiB through
+ *     it; prints plans, plans that spilled, dirs created, bytes spilled and the dirs left (0);
+ *  2. the native sort: tasks sort ~1.5M records of 16-byte random keys each with a memory budget
+ *     far below their size, so each spills several runs; prints per task the records, runs and
+ *     bytes spilled, the plan dir it created and the dirs left after it (0).
+ *
+ * One local dir, so that a plan that spills creates exactly one dir. Exits with status 1 if
+ * anything is left behind or a sort is out of order.
  *
  * Usage: make demo (or `spark-submit --class spillway.demo.Demo spillway.jar` in local mode).
  */
@@ -31,9 +49,13 @@ object Demo {
   private val FilesPerSpillingTask = 2
   private val BytesPerFile = 2L * 1024 * 1024
 
+  private val SortTasks = 4
+  private val RecordsPerSortTask = 1500000
+  private val SortMemoryBudget = "16m"
+
   def main(args: Array[String]): Unit = {
     val base = Files.createTempDirectory("spillway-demo-")
-    val roots = Seq("local-a", "local-b").map(n => Files.createDirectory(base.resolve(n)))
+    val roots = Seq("local").map(n => Files.createDirectory(base.resolve(n)))
     val spark = SparkSession
       .builder()
       .appName("spillway-demo")
@@ -42,7 +64,7 @@ object Demo {
       .config("spark.ui.enabled", "false")
       .getOrCreate()
     val ok =
-      try run(spark)
+      try run(spark) & runSort(spark)
       finally {
         spark.stop()
         deleteRecursively(base)
@@ -93,6 +115,78 @@ object Demo {
     val ok = left.isEmpty && delta.plansReleased == delta.plansCreated && TaskSpill.activePlans == 0
     if (!ok) println("FAILED: the lifecycle left something behind")
     ok
+  }
+
+  private def runSort(spark: SparkSession): Boolean = {
+    import NativeSort._
+    val sc = spark.sparkContext
+    val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
+    println()
+    println(s"Native sort: $SortTasks tasks x $RecordsPerSortTask records (16-byte random key, 8-byte value), " +
+      s"memory budget $SortMemoryBudget per sort")
+    // One task at a time (one job per partition), so that what a task sees in the local dir while
+    // it sorts is its own plan dir only.
+    val records = RecordsPerSortTask
+    val sorted = sc
+      .parallelize(0 until SortTasks, SortTasks)
+      .mapPartitionsWithIndex((p, _) => randomRecords(p, records))
+      .nativeSortWithinPartitions()
+    val started = System.nanoTime()
+    val reports = (0 until SortTasks).map { p =>
+      sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, SortMemoryBudget) // RDD jobs see local properties, not session confs
+      val report =
+        try sc.runJob(sorted, (it: Iterator[(Array[Byte], Array[Byte])]) => inspectSorted(it, localDirs), Seq(p)).head
+        finally sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, null)
+      val left = spillDirsUnder(localDirs)
+      println(f"sort task ${report.partition}%d: ${report.records}%d records${if (report.outOfOrder == 0) " in order" else s", ${report.outOfOrder} OUT OF ORDER"}, " +
+        f"${report.runs}%d runs spilled, ${mib(report.bytesSpilled)} written (task diskBytesSpilled ${mib(report.taskDiskBytesSpilled)}), " +
+        f"plan dir ${report.planDirsWhileSorting.mkString(", ")}; dirs left after: ${left.size}%d")
+      (report, left)
+    }
+    val seconds = (System.nanoTime() - started) / 1e9
+    val total = reports.map(_._1.records).sum
+    println(f"sorted $total%d records in $seconds%.1f s (${total / seconds / 1e6}%.2f M records/s, one task at a time, generation included)")
+    val ok = reports.forall { case (r, left) =>
+      r.records == RecordsPerSortTask && r.outOfOrder == 0 && r.runs > 1 && r.planDirsWhileSorting.size == 1 && left.isEmpty
+    } && TaskSpill.activePlans == 0
+    if (!ok) println("FAILED: a sort was wrong, did not spill into one plan dir, or left something behind")
+    ok
+  }
+
+  /** `n` records of a 16-byte random key and an 8-byte value (the record's index). */
+  private def randomRecords(partition: Int, n: Int): Iterator[(Array[Byte], Array[Byte])] = {
+    val random = new java.util.Random(partition)
+    Iterator.tabulate(n) { i =>
+      val key = new Array[Byte](16)
+      random.nextBytes(key)
+      (key, java.nio.ByteBuffer.allocate(8).putLong(i.toLong).array())
+    }
+  }
+
+  /** Runs inside a sort task: reads the sorted records and checks their order. */
+  private def inspectSorted(sorted: Iterator[(Array[Byte], Array[Byte])], localDirs: Seq[String]): SortReport = {
+    val dirs = if (sorted.hasNext) spillDirsUnder(localDirs) else Seq.empty // the input is in, the runs on disk
+    var n = 0L
+    var outOfOrder = 0L
+    var previous: Array[Byte] = null
+    sorted.foreach { case (key, _) =>
+      if (previous != null && java.util.Arrays.compareUnsigned(previous, key) > 0) outOfOrder += 1
+      previous = key
+      n += 1
+    }
+    val stats = sorted match {
+      case s: NativeSortIterator => s.stats
+      case _ => None
+    }
+    val task = org.apache.spark.TaskContext.get()
+    SortReport(
+      task.partitionId(),
+      n,
+      outOfOrder,
+      stats.fold(0L)(_.runs),
+      stats.fold(0L)(_.spilledBytes),
+      task.taskMetrics().diskBytesSpilled,
+      dirs)
   }
 
   /** Runs inside a task: asks for the task's plan and spills through it if `spills`. */

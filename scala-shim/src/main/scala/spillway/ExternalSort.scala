@@ -1,0 +1,116 @@
+package spillway
+
+import java.nio.ByteBuffer
+import java.util.concurrent.locks.ReentrantReadWriteLock
+
+/**
+ * A native external sort of (key, value) byte records, owned by a [[SpillPlan]] (see the sort
+ * natives of [[NativeSpill]] for the batch format and the exact semantics). Created by
+ * [[SpillPlan.createSort]].
+ *
+ * Thread-safe, so that Spark can ask it to [[spill]] from another thread while the task adds or
+ * reads. Native calls run under a read lock (the native sort serialises them on its own mutex) and
+ * [[close]] under the write lock, so the sort is never released under a running call and no call
+ * reaches the native side with a released handle. The plan's lock is taken first, then this one,
+ * as in [[SpillPlan]]: a plan's release cannot overtake a running sort call either. No lock of this
+ * class is held while Java code outside it runs.
+ */
+final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val memoryBudget: Long)
+    extends AutoCloseable {
+  private val lock = new ReentrantReadWriteLock
+  @volatile private var closed = false
+  // The stats read last, so that they survive the sort's release.
+  @volatile private var lastStats = ExternalSort.Stats(0, 0, 0, 0, 0)
+
+  /**
+   * Copies the records of `batch[offset, offset + length)` into the sort; the buffer may be reused
+   * afterwards. May spill a run first if the records would pass the memory budget.
+   *
+   * @throws IllegalArgumentException for a malformed batch (nothing is added; the sort stays usable)
+   * @throws SpillLimitExceededException if a spill would pass the plan's limit (the sort is broken)
+   */
+  def add(batch: ByteBuffer, offset: Int, length: Int): Unit =
+    call(() => NativeSpill.sortAdd(handle, batch, offset, length))
+
+  /**
+   * Spills what the sort holds in memory as one sorted run, also while it is being read.
+   *
+   * @return bytes of memory freed; 0 if there was nothing worth spilling or the sort is closed
+   */
+  def spill(): Long = ifOpen(0L)(() => NativeSpill.sortSpill(handle))
+
+  /** Bytes of memory the sort holds now; 0 once closed. */
+  def memoryUsed: Long = ifOpen(0L)(() => NativeSpill.sortMemoryUsed(handle))
+
+  /**
+   * Ends the input on the first call, then fills the direct buffer `out[offset, offset + length)`
+   * with whole records in sorted order.
+   *
+   * @return bytes filled, 0 at the end, or `-n` if the next record alone needs `n` bytes
+   */
+  def next(out: ByteBuffer, offset: Int, length: Int): Int =
+    call(() => NativeSpill.sortNext(handle, out, offset, length))
+
+  /** The sort's counters now, or the last ones read before it was closed. */
+  def stats: ExternalSort.Stats = {
+    ifOpen(()) { () =>
+      val out = new Array[Long](5)
+      NativeSpill.sortStats(handle, out)
+      lastStats = ExternalSort.Stats(out(0), out(1), out(2), out(3), out(4))
+    }
+    lastStats
+  }
+
+  def isClosed: Boolean = closed
+
+  /**
+   * Deletes the sort's run files and drops its memory. Idempotent; once the plan is closed there
+   * is nothing left to release (the plan's release closed the sort).
+   */
+  override def close(): Unit = {
+    plan.ifOpen { () =>
+      lock.writeLock.lock()
+      try {
+        if (!closed) {
+          stats // keep the final counters
+          closed = true // first, so that a failed release is not retried against a released handle
+          NativeSpill.releaseSort(handle)
+        }
+      } finally lock.writeLock.unlock()
+    }
+    closed = true
+  }
+
+  override def toString: String =
+    s"ExternalSort(budget=$memoryBudget bytes${if (closed) ", closed" else ""})"
+
+  private def call[T](op: () => T): T = plan.withOpenPlan { () =>
+    lock.readLock.lock()
+    try {
+      if (closed) throw new IllegalStateException("external sort is closed")
+      op()
+    } finally lock.readLock.unlock()
+  }
+
+  private def ifOpen[T](whenClosed: T)(op: () => T): T = {
+    var result = whenClosed
+    plan.ifOpen { () =>
+      lock.readLock.lock()
+      try if (!closed) result = op()
+      finally lock.readLock.unlock()
+    }
+    result
+  }
+}
+
+object ExternalSort {
+
+  /**
+   * @param records records added
+   * @param runs sorted runs spilled to disk
+   * @param spilledBytes bytes written to run files
+   * @param spilledMemory bytes of memory freed by spills
+   * @param memoryUsed bytes of memory held now
+   */
+  final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long)
+}

@@ -1,0 +1,149 @@
+package spillway
+
+import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.file.{Files, Path}
+
+import org.scalatest.BeforeAndAfterEach
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The sort natives of NativeSpill called directly (no Spark): malformed batches are
+ * IllegalArgumentExceptions that add nothing and leave the sort usable, and the batch format
+ * round-trips. XcheckJniSuite runs this suite again under -Xcheck:jni.
+ */
+class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
+  private var base: Path = _
+  private var plan: Long = 0
+
+  override def beforeEach(): Unit = {
+    NativeLoader.load()
+    base = Files.createTempDirectory("spillway-sort-contract-")
+    plan = NativeSpill.createPlan(Array(base.toString), 1L << 30)
+  }
+
+  override def afterEach(): Unit =
+    try NativeSpill.releasePlan(plan)
+    finally TestFiles.deleteRecursively(base)
+
+  private def direct(bytes: Array[Byte]): ByteBuffer = {
+    val b = ByteBuffer.allocateDirect(math.max(1, bytes.length))
+    b.put(bytes).clear()
+    b
+  }
+
+  /** A batch of records, encoded as the natives document: u32 keyLen | u32 valueLen | key | value, LE. */
+  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = {
+    val b = ByteBuffer.allocate(records.map { case (k, v) => 8 + k.length + v.length }.sum).order(ByteOrder.LITTLE_ENDIAN)
+    records.foreach { case (k, v) => b.putInt(k.length).putInt(v.length).put(k).put(v) }
+    b.array()
+  }
+
+  private def header(keyLength: Int, valueLength: Int): Array[Byte] =
+    ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(keyLength).putInt(valueLength).array()
+
+  private def readAll(sort: Long, bufferBytes: Int = 1 << 16): Seq[(Seq[Byte], Seq[Byte])] = {
+    var out = ByteBuffer.allocateDirect(bufferBytes).order(ByteOrder.LITTLE_ENDIAN)
+    val result = Seq.newBuilder[(Seq[Byte], Seq[Byte])]
+    var n = NativeSpill.sortNext(sort, out, 0, out.capacity())
+    while (n != 0) {
+      if (n < 0) out = ByteBuffer.allocateDirect(-n).order(ByteOrder.LITTLE_ENDIAN)
+      else {
+        var pos = 0
+        while (pos < n) {
+          val k = new Array[Byte](out.getInt(pos))
+          val v = new Array[Byte](out.getInt(pos + 4))
+          out.get(pos + 8, k).get(pos + 8 + k.length, v)
+          result += ((k.toSeq, v.toSeq))
+          pos += 8 + k.length + v.length
+        }
+        assert(pos == n, "a batch ends where its last record ends")
+      }
+      n = NativeSpill.sortNext(sort, out, 0, out.capacity())
+    }
+    result.result()
+  }
+
+  private val b = (s: String) => s.getBytes("UTF-8")
+
+  /** Adds `bad` (which must be refused), then a valid batch, and reads back only the valid records. */
+  private def assertRefusedAndStillUsable(bad: Array[Byte]): Unit = {
+    val sort = NativeSpill.createSort(plan, 1 << 20)
+    try {
+      NativeSpill.sortAdd(sort, direct(batch(b("k2") -> b("v2"))), 0, batch(b("k2") -> b("v2")).length)
+      val e = intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, direct(bad), 0, bad.length))
+      assert(e.getMessage.contains("malformed batch"), e.getMessage)
+      val good = batch(b("k1") -> b("v1"), b("") -> b(""))
+      NativeSpill.sortAdd(sort, direct(good), 0, good.length)
+      assert(readAll(sort) == Seq(b("") -> b(""), b("k1") -> b("v1"), b("k2") -> b("v2")).map { case (k, v) => (k.toSeq, v.toSeq) })
+      val stats = new Array[Long](5)
+      NativeSpill.sortStats(sort, stats)
+      assert(stats(0) == 3, "the refused batch added nothing")
+    } finally NativeSpill.releaseSort(sort)
+  }
+
+  test("a truncated header is refused; the sort stays usable") {
+    assertRefusedAndStillUsable(Array[Byte](1, 0, 0))
+    assertRefusedAndStillUsable(batch(b("a") -> b("b")) ++ Array[Byte](0, 0, 0, 0, 0, 0, 0))
+  }
+
+  test("lengths past the end of the batch are refused; the sort stays usable") {
+    assertRefusedAndStillUsable(header(5, 0) ++ b("abcd"))
+    assertRefusedAndStillUsable(header(1, 10) ++ b("abc"))
+    // A good record first, then one running one byte past the end.
+    assertRefusedAndStillUsable(batch(b("a") -> b("b")) ++ header(2, 2) ++ b("xyz"))
+  }
+
+  test("negative (>= 2^31 as u32) and absurd lengths are refused; the sort stays usable") {
+    assertRefusedAndStillUsable(header(Int.MinValue, 0) ++ b("abc"))
+    assertRefusedAndStillUsable(header(0, -1) ++ b("abc"))
+    assertRefusedAndStillUsable(header(-8, 8))
+    assertRefusedAndStillUsable(header(Int.MaxValue, Int.MaxValue) ++ b("abc"))
+  }
+
+  test("offset and length outside the buffer are refused; the sort stays usable") {
+    val sort = NativeSpill.createSort(plan, 1 << 20)
+    try {
+      val good = batch(b("k") -> b("v"))
+      val buf = direct(good)
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 0, good.length + 1))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, -1, good.length))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 1, -1))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, null, 0, 0))
+      // Heap buffers go in as well (offset honoured); only the output must be direct.
+      val heap = ByteBuffer.wrap(Array[Byte](9, 9) ++ good)
+      NativeSpill.sortAdd(sort, heap, 2, good.length)
+      intercept[IllegalArgumentException](NativeSpill.sortNext(sort, ByteBuffer.allocate(64), 0, 64))
+      assert(readAll(sort) == Seq((b("k").toSeq, b("v").toSeq)))
+    } finally NativeSpill.releaseSort(sort)
+  }
+
+  test("records come back in unsigned key order, stable, with a buffer too small reported as -n") {
+    val sort = NativeSpill.createSort(plan, 1 << 20)
+    try {
+      val records = Seq(
+        Array[Byte](-1) -> b("ff"), Array[Byte](0) -> b("00"), Array[Byte]() -> b("empty"),
+        Array[Byte](0, 0) -> b("0000"), Array[Byte](0x7f) -> b("7f"), Array[Byte](-128) -> b("80"),
+        Array[Byte](0) -> b("00 again"))
+      val encoded = batch(records: _*)
+      NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+      val tiny = ByteBuffer.allocateDirect(8)
+      assert(NativeSpill.sortNext(sort, tiny, 0, 8) == -(8 + 0 + "empty".length))
+      assert(readAll(sort, bufferBytes = 8).map(_._2.map(_.toChar).mkString) ==
+        Seq("empty", "00", "00 again", "0000", "7f", "80", "ff"))
+    } finally NativeSpill.releaseSort(sort)
+  }
+
+  test("adding after the first sortNext is an IllegalStateException; a released sort refuses every call") {
+    val sort = NativeSpill.createSort(plan, 1 << 20)
+    val encoded = batch(b("k") -> b("v"))
+    NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+    assert(readAll(sort).size == 1)
+    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length))
+    NativeSpill.releaseSort(sort)
+    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length))
+    intercept[IllegalStateException](NativeSpill.sortNext(sort, ByteBuffer.allocateDirect(64), 0, 64))
+    intercept[IllegalStateException](NativeSpill.sortSpill(sort))
+    intercept[IllegalStateException](NativeSpill.releaseSort(sort))
+    intercept[IllegalArgumentException](NativeSpill.createSort(plan, 0))
+  }
+}
