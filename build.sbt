@@ -69,8 +69,9 @@ lazy val spillway = (project in file("."))
       s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
-    // `run` (the demo) needs Spark, which is Provided: run on the full compile classpath, forked.
+    // `run` (the demo) and `runMain` need Spark, which is Provided: run on the full compile classpath, forked.
     Compile / run := Defaults.runTask(Compile / fullClasspath, Compile / run / mainClass, Compile / run / runner).evaluated,
+    Compile / runMain := Defaults.runMainTask(Compile / fullClasspath, Compile / run / runner).evaluated, // `make bench-sort`
     Compile / run / mainClass := Some("spillway.demo.Demo"),
     run / fork := true,
     run / connectInput := false,
@@ -79,5 +80,26 @@ lazy val spillway = (project in file("."))
       "-Xmx2g",
       s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
       s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
+    )
+  )
+
+// JMH benchmarks through the real library (`make bench`, see BENCHMARKS.md). Java sources in
+// scala-shim/bench/src/main/java; JMH's annotation processor, found on the compile classpath,
+// generates the harness and META-INF/BenchmarkList at compile time, so no sbt plugin is needed.
+// project/bench.sh only compiles here and runs JMH outside sbt, on this project's Spark-free
+// runtime classpath. Not aggregated by the root project: `compile`/`test` do not build it.
+val jmhVersion = "1.37"
+
+lazy val bench = (project in file("scala-shim/bench"))
+  .dependsOn(spillway)
+  .settings(
+    name := "spillway-bench",
+    scalaVersion := (spillway / scalaVersion).value,
+    publish / skip := true,
+    javacOptions ++= Seq("--release", "17"),
+    Compile / compile / javacOptions ++= Seq("-Xlint:all,-processing", "-Werror"),
+    libraryDependencies ++= Seq(
+      "org.openjdk.jmh" % "jmh-core" % jmhVersion,
+      "org.openjdk.jmh" % "jmh-generator-annprocess" % jmhVersion % Provided
     )
   )

@@ -7,14 +7,22 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.security.CodeSource;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
+import java.util.jar.JarFile;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * Loads libspillway once per JVM.
  *
  * <p>If the system property {@value #LIBRARY_PATH_PROPERTY} is set, that file is loaded. Otherwise
  * the library bundled in the jar at {@code /spillway/native/<os>/<arch>/libspillway.so} is
- * extracted to a temporary file (deleted on exit) and loaded from there.
+ * extracted to a temporary file, loaded from there, and unlinked at once (the loaded mapping stays).
  *
  * <p>The first failure is kept and rethrown, wrapped with what to do, on every later call, so a
  * broken installation reports its cause on each use instead of a bare {@link NoClassDefFoundError}.
@@ -138,6 +146,15 @@ public final class NativeLoader {
       System.getProperties().remove(LOADED_PROPERTY, path);
       throw t;
     }
+    if (explicit == null || explicit.isEmpty()) {
+      // The mapping outlives the name: unlink the extracted copy now, so that a JVM killed
+      // before deleteOnExit runs (an executor killed by its cluster manager) leaves no copy.
+      try {
+        Files.deleteIfExists(library);
+      } catch (IOException e) {
+        // deleteOnExit still applies
+      }
+    }
     return path;
   }
 
@@ -145,8 +162,19 @@ public final class NativeLoader {
     String resource = resourcePath();
     try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
       if (in == null) {
+        List<String> bundled = bundledPlatforms();
         throw new FileNotFoundException(
-            "no native library for this platform in the classpath (resource " + resource + ")");
+            "no native library for "
+                + platform()
+                + " in the classpath (resource "
+                + resource
+                + "); "
+                + (bundled.isEmpty()
+                    ? "the spillway jar carries none: build it with `make jar`"
+                    : "the spillway jar carries it for " + String.join(", ", bundled) + " only")
+                + ", or build libspillway on a "
+                + platform()
+                + " machine (`make lib`)");
       }
       // A fresh, uniquely named file (0600): never a file another JVM may be writing or loading.
       Path file = Files.createTempFile("libspillway-", ".so");
@@ -161,6 +189,59 @@ public final class NativeLoader {
     }
   }
 
+  /**
+   * The {@code <os>/<arch>} platforms whose library the jar (or classes dir) holding this class
+   * carries; empty if that cannot be told. Only for error messages.
+   */
+  static List<String> bundledPlatforms() {
+    List<String> found = new ArrayList<>();
+    try {
+      CodeSource source = NativeLoader.class.getProtectionDomain().getCodeSource();
+      if (source == null || source.getLocation() == null) {
+        return found;
+      }
+      Path location = Paths.get(source.getLocation().toURI());
+      String library = System.mapLibraryName(LIBRARY_NAME);
+      if (Files.isDirectory(location)) {
+        Path natives = location.resolve("spillway").resolve("native");
+        try (Stream<Path> files = Files.walk(natives, 3)) {
+          files
+              .filter(f -> f.getFileName().toString().equals(library) && natives.relativize(f).getNameCount() == 3)
+              .forEach(f -> found.add(natives.relativize(f.getParent()).toString().replace('\\', '/')));
+        }
+      } else {
+        try (JarFile jar = new JarFile(location.toFile())) {
+          Pattern entry = Pattern.compile("spillway/native/([^/]+/[^/]+)/" + Pattern.quote(library));
+          jar.stream()
+              .map(e -> entry.matcher(e.getName()))
+              .filter(Matcher::matches)
+              .forEach(m -> found.add(m.group(1)));
+        }
+      }
+    } catch (Exception | LinkageError e) {
+      // Only a hint for an error message: never a second failure.
+    }
+    Collections.sort(found);
+    return found;
+  }
+
+  /** What to do about a load failure whose cause the message shows; empty if nothing specific. */
+  private static String hint(Throwable cause) {
+    String message = String.valueOf(cause.getMessage());
+    if (message.contains("GLIBC_")) {
+      return "; the library was built against a newer glibc than this host has: build it on a"
+          + " machine with the oldest glibc among the executors";
+    }
+    if (message.contains("musl") || message.contains("Error relocating")) {
+      return "; musl (e.g. Alpine) cannot load Go shared libraries: run the executors on a glibc"
+          + " image";
+    }
+    if (message.contains("ELF") || message.contains("wrong architecture")) {
+      return "; the library was built for another platform";
+    }
+    return "";
+  }
+
   private static UnsatisfiedLinkError loadError(Throwable cause) {
     UnsatisfiedLinkError error =
         new UnsatisfiedLinkError(
@@ -168,6 +249,7 @@ public final class NativeLoader {
                 + platform()
                 + ": "
                 + cause
+                + hint(cause)
                 + "; set -D"
                 + LIBRARY_PATH_PROPERTY
                 + "=/path/to/"

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# A real multi-process run of Spillway (`make cluster-test`): a Spark standalone master and two
+# workers on loopback, from the Spark distribution inside the pyspark package on PyPI, and
+# spark-submit of spillway.demo.ClusterDemo from the jar with spark.plugins=spillway.SpillwayPlugin.
+#
+# Checks: every executor JVM started the plugin (library loaded, orphan sweep done: its log line),
+# spilled, and left no plan dir; an executor killed mid-spill left an orphan that its replacement's
+# plugin swept (ClusterDemo checks these inside the application and exits 1 otherwise); and after
+# the application, nothing of Spillway is left anywhere under the cluster's dirs.
+#
+# Everything lives in build/: the venv (build/pyspark-venv, kept between runs) and the cluster's
+# dirs and logs (build/cluster, fresh each run). Loopback only; every wait is bounded; the master,
+# the workers and their executors are stopped on exit, however the script ends.
+#
+# Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600).
+# Needs the jar: run through `make cluster-test`, which builds it.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo_root"
+
+die() { echo "cluster-test: $*" >&2; exit 1; }
+log() { echo "cluster-test: $*"; }
+
+started=$(date +%s)
+spark_version="$(sed -n 's/^val sparkVersion = "\(.*\)"/\1/p' build.sbt)"
+[[ -n "$spark_version" ]] || die "no sparkVersion in build.sbt"
+jar="$(ls target/scala-2.13/spillway_2.13-*.jar 2>/dev/null | head -1 || true)"
+[[ -f "$jar" ]] || die "no jar in target/scala-2.13: run \`make jar\` first"
+jar="$repo_root/$jar"
+
+# ---- Spark: pyspark==<the version the jar is built against> in a venv under build/ ----
+venv="$repo_root/build/pyspark-venv"
+python="${PYTHON:-python3}"
+if ! "$venv/bin/python" -c "import pyspark, sys; sys.exit(pyspark.__version__ != '$spark_version')" 2>/dev/null; then
+  command -v "$python" >/dev/null || die "$python not found (needed to install pyspark, which carries Spark)"
+  log "installing pyspark==$spark_version into $venv (a Spark distribution, ~450 MB)"
+  rm -rf "$venv"
+  "$python" -m venv "$venv" || die "could not create a venv (on Debian/Ubuntu: apt-get install python3-venv)"
+  timeout 900 "$venv/bin/pip" install --no-input --disable-pip-version-check -q "pyspark==$spark_version"
+fi
+SPARK_HOME="$("$venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+export SPARK_HOME
+[[ -x "$SPARK_HOME/bin/spark-class" && -x "$SPARK_HOME/bin/spark-submit" ]] || die "no bin/spark-class in $SPARK_HOME"
+
+# ---- The cluster's dirs, fresh ----
+cluster="$repo_root/build/cluster"
+rm -rf "$cluster"
+mkdir -p "$cluster/conf" "$cluster/tmp" "$cluster/driver-local"
+# Spark's daemons, driver and executors all read this dir (spark-class puts it on the classpath):
+# quiet logs, but the deploy messages parsed below and Spillway's own lines at INFO.
+cat >"$cluster/conf/log4j2.properties" <<'EOF'
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n%ex
+logger.deploy.name = org.apache.spark.deploy
+logger.deploy.level = info
+logger.spillway.name = spillway
+logger.spillway.level = info
+EOF
+export SPARK_CONF_DIR="$cluster/conf"
+export SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1 # bind every socket and UI to loopback
+export SPARK_DAEMON_MEMORY=256m
+export SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false" # no REST server on fixed port 6066
+unset SPARK_LOCAL_DIRS SPARK_WORKER_DIR SPARK_MASTER_HOST SPARK_MASTER_PORT MASTER
+
+# ---- Processes: each daemon in its own process group (setsid), killed as a group on exit, so
+# its executors go with it ----
+pgids=()
+cleanup() {
+  local status=$?
+  trap - EXIT INT TERM
+  for g in "${pgids[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
+  for _ in $(seq 1 50); do # up to 10 s for a clean stop
+    local alive=0
+    for g in "${pgids[@]}"; do kill -0 -- "-$g" 2>/dev/null && alive=1; done
+    ((alive)) || break
+    sleep 0.2
+  done
+  for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+start_daemon() { # log-file class args...
+  local logfile="$1"; shift
+  setsid "$SPARK_HOME/bin/spark-class" "$@" >"$logfile" 2>&1 </dev/null &
+  pgids+=("$!") # setsid with a fresh process: its pid is the group id
+}
+
+wait_for() { # seconds description command...
+  local seconds="$1" what="$2"; shift 2
+  local deadline=$(( $(date +%s) + seconds ))
+  until "$@"; do
+    (( $(date +%s) < deadline )) || die "timed out after ${seconds}s waiting for $what"
+    sleep 0.5
+  done
+}
+
+start_daemon "$cluster/master.log" org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 0 --webui-port 0
+master_url() { sed -n 's/.*Starting Spark master at \(spark:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$cluster/master.log" 2>/dev/null | head -1; }
+master_started() { [[ -n "$(master_url)" ]]; }
+wait_for 120 "the master to start (see $cluster/master.log)" master_started
+master="$(master_url)"
+log "master at $master"
+
+for i in 1 2; do
+  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
+  # One core per worker: the two executors run on different workers, and a killed executor's
+  # replacement starts on the worker it died on, in the same application dir.
+  SPARK_LOCAL_DIRS="$cluster/worker$i/local" start_daemon "$cluster/worker$i.log" \
+    org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
+    --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
+done
+registered() { [[ "$(grep -c 'Registering worker' "$cluster/master.log")" -ge 2 ]]; }
+wait_for 120 "two workers to register (see $cluster/worker*.log)" registered
+log "2 workers registered; submitting spillway.demo.ClusterDemo"
+
+# ---- The application ----
+submit_status=0
+timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
+  --master "$master" --deploy-mode client \
+  --class spillway.demo.ClusterDemo \
+  --conf spark.plugins=spillway.SpillwayPlugin \
+  --conf spark.executor.cores=1 --conf spark.cores.max=2 \
+  --conf spark.executor.memory=512m --driver-memory 512m \
+  --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+  --conf spark.ui.enabled=false \
+  --conf spark.local.dir="$cluster/driver-local" \
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
+  --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
+  "$jar" 2 >"$cluster/submit.out" 2>"$cluster/submit.err" || submit_status=$?
+cat "$cluster/submit.out"
+if [[ $submit_status -ne 0 ]] || ! grep -q "cluster demo: all checks passed" "$cluster/submit.out"; then
+  tail -40 "$cluster/submit.err" >&2
+  die "the application failed (status $submit_status); logs in $cluster"
+fi
+
+# ---- Each executor's log: the plugin's start line ----
+failed=0
+executors=0
+for stderr in "$cluster"/worker*/work/app-*/*/stderr; do
+  [[ -f "$stderr" ]] || continue
+  executors=$((executors + 1))
+  line="$(grep -m1 'Spillway: libspillway' "$stderr" || true)"
+  if [[ -n "$line" ]]; then
+    log "${stderr#"$cluster/"}: ${line#*Spillway: }"
+  else
+    log "${stderr#"$cluster/"}: NO Spillway start line"; failed=1
+  fi
+done
+# Two executors, and the replacement of the one killed mid-spill.
+[[ $executors -eq 3 ]] || { log "expected 3 executor logs, found $executors"; failed=1; }
+grep -qh 'swept 1 orphaned plan dir' "$cluster"/worker*/work/app-*/*/stderr ||
+  { log "no executor log shows the orphan swept"; failed=1; }
+
+# ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
+left="$(find "$cluster" \( -name 'spillway-*' -o -name '.spillway-*' \) -print)"
+if [[ -n "$left" ]]; then
+  log "left behind:"; echo "$left"; failed=1
+else
+  log "no plan dir or owner lock left under $cluster"
+fi
+copies="$(find "$cluster/tmp" -name 'libspillway-*' | wc -l)"
+log "extracted library copies left in the JVMs' tmp dir: $copies"
+[[ $copies -eq 0 ]] || failed=1
+
+((failed == 0)) || die "FAILED; logs in $cluster"
+log "passed in $(( $(date +%s) - started )) s"

@@ -1,0 +1,195 @@
+package spillway.demo
+
+import java.io.File
+import java.nio.file.Paths
+
+import scala.util.Using
+
+import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
+import org.apache.spark.spillway.{ExecutorIds, SpillwayPluginMetrics}
+import org.apache.spark.sql.SparkSession
+
+import spillway.{NativeLoader, SpillwayPlugin, TaskSpill}
+
+/** What one executor saw; built inside a task. */
+final case class ExecutorReport(
+    executorId: String,
+    pid: Long,
+    pluginStarted: Boolean,
+    loadedFrom: String,
+    orphansRemovedAtStart: Int,
+    sweepFailures: Seq[String],
+    planDirs: Seq[String], // while spilling
+    bytesSpilled: Long,
+    leftovers: Seq[String], // spillway-* entries in this executor's and its siblings' blockmgr dirs
+    metrics: Map[String, Long]) // the plugin's gauges, read back from Spark's metrics system
+
+/**
+ * The demo on a real cluster (standalone master and workers, run by project/cluster-test.sh):
+ *
+ *  1. every executor, each running one task of a barrier stage (so each executor gets one), spills
+ *     through its task's plan; each must have been started by SpillwayPlugin (library loaded, sweep
+ *     done) in its own JVM;
+ *  2. after that job, every executor finds no plan dir or owner lock left in its block manager dirs
+ *     and its siblings, and its plugin gauges (read back from Spark's metrics system) show the spill;
+ *  3. one executor is killed mid-spill (the task halts its JVM): its plan dir is an orphan. The
+ *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it.
+ *
+ * Prints one line per executor per step; exits 1 if a check fails. Needs `spark.plugins=
+ * spillway.SpillwayPlugin`, one core per executor and exactly `executors` executors.
+ *
+ * Usage: spark-submit --class spillway.demo.ClusterDemo spillway.jar [executors (2)]
+ */
+object ClusterDemo {
+  private val FilesPerTask = 2
+  private val BytesPerFile = 2L * 1024 * 1024
+  private val ExecutorWaitMillis = 180L * 1000 // a bound on waiting for executors, not a measurement
+
+  def main(args: Array[String]): Unit = {
+    val executors = args.headOption.map(_.toInt).getOrElse(2)
+    val spark = SparkSession.builder().appName("spillway-cluster-demo").getOrCreate()
+    val failures =
+      try run(spark.sparkContext, executors)
+      finally spark.stop()
+    if (failures.nonEmpty) {
+      failures.foreach(f => println(s"FAILED: $f"))
+      sys.exit(1)
+    }
+    println("cluster demo: all checks passed")
+  }
+
+  /** Runs the three steps; returns the failed checks. */
+  def run(sc: SparkContext, executors: Int): Seq[String] = {
+    val failures = Seq.newBuilder[String]
+    def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
+
+    val first = awaitExecutors(sc, executors, replacing = Nil)
+    println(s"cluster demo: executors ${first.mkString(", ")}")
+
+    // 1. Each executor spills.
+    val spilled = onEachExecutor(sc, executors) { () =>
+      val plan = TaskSpill.plan()
+      val files = (0 until FilesPerTask).map { i =>
+        val file = plan.createTmpFile()
+        Using.resource(file.outputStream())(out => writePattern(out, BytesPerFile, i))
+        file
+      }
+      report(planDirs = files.map(f => new File(f.path).getParent).distinct, bytesSpilled = plan.usedDiskSpace)
+    }
+    spilled.foreach(r => println(s"spill: ${describe(r)}"))
+    check(spilled.map(_.executorId).distinct.size == executors, s"not one spilling task per executor: ${spilled.map(_.executorId)}")
+    check(spilled.map(_.pid).distinct.size == executors, s"executors do not run in ${executors} distinct JVMs: ${spilled.map(_.pid)}")
+    spilled.foreach { r =>
+      check(r.pluginStarted && r.loadedFrom != null, s"executor ${r.executorId}: SpillwayPlugin did not start (spark.plugins unset?)")
+      check(r.sweepFailures.isEmpty, s"executor ${r.executorId}: sweep failures ${r.sweepFailures}")
+      check(r.planDirs.size == 1 && r.bytesSpilled == FilesPerTask * BytesPerFile,
+        s"executor ${r.executorId}: expected one plan dir and ${FilesPerTask * BytesPerFile} bytes, got ${r.planDirs} and ${r.bytesSpilled}")
+    }
+
+    // 2. Nothing left once the tasks are done; the gauges saw the spill.
+    val after = onEachExecutor(sc, executors)(() => report())
+    after.foreach(r => println(s"after: ${describe(r)}"))
+    after.foreach { r =>
+      check(r.leftovers.isEmpty, s"executor ${r.executorId}: left behind ${r.leftovers}")
+      check(r.metrics.get("livePlans").contains(0L), s"executor ${r.executorId}: livePlans ${r.metrics.get("livePlans")}")
+      check(r.metrics.getOrElse("plansSpilled", 0L) >= 1 && r.metrics.getOrElse("bytesSpilled", 0L) >= FilesPerTask * BytesPerFile,
+        s"executor ${r.executorId}: plugin gauges do not show the spill: ${r.metrics}")
+    }
+
+    // 3. Kill one executor mid-spill; its replacement sweeps the orphan.
+    val crashed = sc.parallelize(Seq(0), 1).map { _ =>
+      val task = TaskContext.get()
+      if (task.attemptNumber() == 0) {
+        val file = TaskSpill.plan().createTmpFile()
+        Using.resource(file.outputStream())(out => writePattern(out, BytesPerFile, 0))
+        System.err.println(s"cluster demo: executor ${SparkEnv.get.executorId} halting with plan dir ${new File(file.path).getParent}")
+        Runtime.getRuntime.halt(137) // no shutdown hooks, no release: a killed executor
+      }
+      SparkEnv.get.executorId
+    }.collect().head
+    println(s"crash: an executor halted mid-spill; the task's retry ran on executor $crashed")
+    val replacement = awaitExecutors(sc, executors, replacing = first)
+    println(s"crash: executors now ${replacement.mkString(", ")}")
+    val swept = onEachExecutor(sc, executors)(() => report())
+    swept.foreach(r => println(s"after crash: ${describe(r)}"))
+    val newcomers = swept.filterNot(r => first.contains(r.executorId))
+    check(newcomers.size == 1, s"expected one replacement executor, got ${newcomers.map(_.executorId)}")
+    newcomers.foreach { r =>
+      check(r.orphansRemovedAtStart >= 1, s"replacement executor ${r.executorId} swept no orphan at start")
+    }
+    swept.foreach(r => check(r.leftovers.isEmpty, s"executor ${r.executorId}: left behind ${r.leftovers}"))
+    failures.result()
+  }
+
+  /**
+   * Waits (bounded) until `n` executors are registered, and if `replacing` is not empty, until one
+   * of them is not in `replacing` (a replacement has come); returns their ids.
+   */
+  private def awaitExecutors(sc: SparkContext, n: Int, replacing: Seq[String]): Seq[String] = {
+    val deadline = System.currentTimeMillis() + ExecutorWaitMillis
+    def current: Seq[String] = ExecutorIds(sc).sorted
+    def ready(ids: Seq[String]) = ids.size >= n && (replacing.isEmpty || ids.exists(id => !replacing.contains(id)))
+    while (!ready(current)) {
+      if (System.currentTimeMillis() > deadline) {
+        throw new IllegalStateException(s"waited ${ExecutorWaitMillis / 1000} s for $n executors" +
+          (if (replacing.nonEmpty) s" replacing one of ${replacing.mkString(", ")}" else "") + s"; have ${current.mkString(", ")}")
+      }
+      Thread.sleep(200)
+    }
+    current
+  }
+
+  /**
+   * Runs `body` once on each of `n` single-core executors: a barrier stage of `n` tasks is
+   * launched all at once, one task per free core, so each executor runs exactly one.
+   */
+  private def onEachExecutor(sc: SparkContext, n: Int)(body: () => ExecutorReport): Seq[ExecutorReport] =
+    sc.parallelize(0 until n, n).barrier().mapPartitions { _ =>
+      val r = body()
+      BarrierTaskContext.get().barrier() // hold every slot until all ran: no executor runs two
+      Iterator(r)
+    }.collect().toSeq.sortBy(_.executorId)
+
+  /** Runs inside a task: this executor's state. */
+  private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0): ExecutorReport = {
+    val startup = SpillwayPlugin.startup
+    val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
+    val (blockManagerDirs, _) = SpillwayPlugin.blockManagerDirs(localDirs)
+    ExecutorReport(
+      executorId = SparkEnv.get.executorId,
+      pid = ProcessHandle.current().pid(),
+      pluginStarted = startup.isDefined,
+      loadedFrom = NativeLoader.loadedFrom(),
+      orphansRemovedAtStart = startup.fold(0)(_.orphansRemoved),
+      sweepFailures = startup.fold(Seq.empty[String])(_.sweepFailures),
+      planDirs = planDirs,
+      bytesSpilled = bytesSpilled,
+      leftovers = if (planDirs.nonEmpty) Nil else spillwayEntries(blockManagerDirs),
+      metrics = SpillwayPluginMetrics.values().getOrElse(Map.empty))
+  }
+
+  /** Plan dirs (`spillway-*`) and owner locks (`.spillway-*.owner`) directly inside `dirs`. */
+  private def spillwayEntries(dirs: Seq[String]): Seq[String] =
+    dirs.flatMap { d =>
+      Option(new File(d).listFiles()).toSeq.flatten
+        .filter(f => f.getName.startsWith("spillway-") || f.getName.startsWith(".spillway-"))
+        .map(_.getPath)
+    }
+
+  private def writePattern(out: java.io.OutputStream, bytes: Long, seed: Int): Unit = {
+    val chunk = Array.tabulate[Byte](64 * 1024)(i => (i * 31 + seed).toByte)
+    var left = bytes
+    while (left > 0) {
+      val n = math.min(left, chunk.length.toLong).toInt
+      out.write(chunk, 0, n)
+      left -= n
+    }
+  }
+
+  private def describe(r: ExecutorReport): String =
+    s"executor ${r.executorId} (pid ${r.pid}): library ${Option(r.loadedFrom).fold("NOT loaded")(p => Paths.get(p).getFileName.toString)}, " +
+      s"orphans swept at start ${r.orphansRemovedAtStart}" +
+      (if (r.planDirs.nonEmpty) s", spilled ${r.bytesSpilled} bytes into ${r.planDirs.mkString(", ")}" else "") +
+      (if (r.planDirs.isEmpty) s", left ${r.leftovers.size}" else "") +
+      (if (r.metrics.nonEmpty) s", gauges ${SpillwayPlugin.MetricNames.flatMap(n => r.metrics.get(n).map(v => s"$n=$v")).mkString(" ")}" else "")
+}

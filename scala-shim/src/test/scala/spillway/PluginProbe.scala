@@ -1,0 +1,56 @@
+package spillway
+
+import java.lang.management.ManagementFactory
+import java.nio.ByteBuffer
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.sql.SparkSession
+
+/** Entry point of child JVMs started by SpillwayPluginSuite; prints `key=value` lines. */
+object PluginProbe {
+  def main(args: Array[String]): Unit = args.toList match {
+    case "orphans" :: dirs =>
+      // A process that dies mid-spill: one plan per dir, each with a live file, never released.
+      NativeLoader.load()
+      dirs.foreach { dir =>
+        val plan = NativeSpill.createPlan(Array(dir), 1L << 30)
+        val file = NativeSpill.createTmpFile(plan)
+        NativeSpill.write(file, ByteBuffer.wrap(Array.fill[Byte](4096)(1)), 0, 4096)
+        println(s"orphan=${NativeSpill.path(file)}")
+      }
+      System.out.flush()
+      Runtime.getRuntime.halt(0) // no shutdown hooks: nothing is released, as after a kill -9
+    case List("load-failure") =>
+      // Started with -Dspillway.library.path pointing nowhere: SparkContext creation must fail with
+      // the plugin's error (local mode creates the executor, and so runs the plugin, at startup).
+      try {
+        SparkSession.builder().master("local[1]").appName("plugin-probe")
+          .config("spark.ui.enabled", "false")
+          .config("spark.plugins", classOf[SpillwayPlugin].getName)
+          .getOrCreate()
+        println("started=true")
+      } catch {
+        case t: Throwable =>
+          TestFiles.causeChain(t).foreach(c => println(s"error=${c.getClass.getName}: ${c.getMessage}"))
+      }
+    case List("wrong-platform") =>
+      // Started with -Dos.arch set to an architecture the classpath has no library for.
+      println(s"platform=${NativeLoader.platform()}")
+      println(s"bundled=${NativeLoader.bundledPlatforms().asScala.mkString(",")}")
+      try {
+        NativeLoader.load()
+        println("loaded=true")
+      } catch {
+        case t: Throwable => println(s"error=${t.getClass.getName}: ${t.getMessage}")
+      }
+    case other => throw new IllegalArgumentException(s"unknown probe: $other")
+  }
+
+  /** This JVM's options that a child JVM running Spark needs too (module opens, logging, library). */
+  def inheritedJvmOptions: Seq[String] =
+    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { o =>
+      o.startsWith("--add-opens") || o.startsWith("-Djdk.reflect") || o.startsWith("-Dio.netty") ||
+        o.startsWith("-Dlog4j2.configurationFile")
+    }
+}

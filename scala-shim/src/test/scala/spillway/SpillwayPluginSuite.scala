@@ -1,0 +1,212 @@
+package spillway
+
+import java.io.{File, IOException}
+import java.nio.file.{Files, Path}
+
+import scala.util.Using
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.spillway.{SpillwayConf, SpillwayPluginMetrics}
+import org.apache.spark.sql.SparkSession
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * SpillwayPlugin on real Spark (local mode, whose executor runs the plugin at startup) with the
+ * real library: the orphan sweep at executor start, the metrics, and the fail-fast load error.
+ *
+ * Layout under `base`, prepared before Spark starts:
+ * {{{
+ *   root/                  spark.local.dir: Spark adds its own blockmgr-<uuid> here
+ *     blockmgr-dead/       a plan dir of a process killed mid-spill: swept
+ *     blockmgr-live/       a plan dir of a live plan of this JVM: kept
+ *     blockmgr-link ->     a symlink to elsewhere/: never followed
+ *     not-blockmgr/        an orphan outside any blockmgr-* dir: out of scope, kept
+ *   elsewhere/             an orphan reached only through the symlink: kept
+ * }}}
+ */
+class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val MiB = 1024 * 1024
+
+  private var base: Path = _
+  private var root: Path = _
+  private var orphans: Map[String, String] = _ // parent dir name → orphaned plan dir
+  private var livePlan = 0L
+  private var liveDir: String = _
+  private var spark: SparkSession = _
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    base = Files.createTempDirectory("spillway-plugin-")
+    root = Files.createDirectory(base.resolve("root"))
+    val elsewhere = Files.createDirectory(base.resolve("elsewhere"))
+    Files.createSymbolicLink(root.resolve("blockmgr-link"), elsewhere)
+    val dirs = Seq("blockmgr-dead", "blockmgr-live", "not-blockmgr").map(n => Files.createDirectory(root.resolve(n))) :+ elsewhere
+
+    val killed = Seq(root.resolve("blockmgr-dead"), root.resolve("not-blockmgr"), elsewhere)
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
+      sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p").toSeq,
+      "orphans" +: killed.map(_.toString))
+    val files = result.output.linesIterator.collect { case l if l.startsWith("orphan=") => l.stripPrefix("orphan=") }.toSeq
+    withClue(result.output) { assert(result.exitCode == 0 && files.size == killed.size) }
+    orphans = files.map { f =>
+      val planDir = new File(f).getParentFile
+      planDir.getParentFile.getName -> planDir.getPath
+    }.toMap
+    assert(dirs.forall(d => Files.isDirectory(d)))
+
+    NativeLoader.load()
+    livePlan = NativeSpill.createPlan(Array(root.resolve("blockmgr-live").toString), 1L << 30)
+    liveDir = TestFiles.parentOf(NativeSpill.path(NativeSpill.createTmpFile(livePlan)))
+
+    spark = SparkSession
+      .builder()
+      .master("local[2]")
+      .appName(getClass.getSimpleName)
+      .config("spark.local.dir", root.toString)
+      .config("spark.ui.enabled", "false")
+      .config("spark.plugins", classOf[SpillwayPlugin].getName)
+      .getOrCreate()
+  }
+
+  override def afterAll(): Unit =
+    try {
+      if (spark != null) spark.stop()
+      if (livePlan != 0) NativeSpill.releasePlan(livePlan)
+    } finally {
+      if (base != null) TestFiles.deleteRecursively(base)
+      super.afterAll()
+    }
+
+  private def lockOf(planDir: String): File = {
+    val d = new File(planDir)
+    new File(d.getParentFile, s".${d.getName}.owner")
+  }
+
+  test("at executor start the plugin removes the orphan of a dead process in a sibling blockmgr dir, and only that") {
+    val startup = SpillwayPlugin.startup.getOrElse(fail("the executor plugin did not start"))
+    val own = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
+    assert(startup.loadedFrom == NativeLoader.loadedFrom())
+    assert(startup.sweepFailures.isEmpty, startup)
+    assert(startup.blockManagerDirsSwept ==
+      (own ++ Seq("blockmgr-dead", "blockmgr-live").map(n => root.resolve(n).toString)).sorted, startup)
+    assert(startup.orphansRemoved == 1, startup)
+
+    val dead = orphans("blockmgr-dead")
+    assert(!TestFiles.exists(dead) && !lockOf(dead).exists(), "the dead process's plan dir and lock are gone")
+    assert(TestFiles.entriesUnder(root.resolve("blockmgr-dead")).isEmpty)
+    for (kept <- Seq(orphans("not-blockmgr"), orphans("elsewhere"))) {
+      assert(TestFiles.exists(kept) && lockOf(kept).exists(), s"$kept is outside the sweep's scope")
+    }
+    assert(TestFiles.exists(liveDir) && lockOf(liveDir).exists(), "a live plan's dir is never swept")
+    NativeSpill.releaseTmpFile(NativeSpill.createTmpFile(livePlan)) // and stays usable
+  }
+
+  test("the plugin's gauges are in Spark's metrics system and follow the native counters") {
+    def metrics(): Map[String, Long] = {
+      SpillwayPlugin.expireMetrics()
+      SpillwayPluginMetrics.values().getOrElse(fail(s"no metrics source ${SpillwayPluginMetrics.SourceName}"))
+    }
+    assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
+    val before = metrics()
+    assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
+
+    // Two tasks spill 1 MiB each; one of them then tries a write over its plan's limit.
+    val sc = spark.sparkContext
+    val MiB = this.MiB // a local: the task closure must not capture the suite
+    sc.setLocalProperty(SpillwayConf.MaxTempDirectorySizeKey, "1536k")
+    val refused = try {
+      sc.parallelize(0 until 2, 2).map { p =>
+        val file = TaskSpill.plan().createTmpFile()
+        Using.resource(file.outputStream())(_.write(TestFiles.pattern(MiB, p)))
+        if (p == 0) {
+          try {
+            Using.resource(file.outputStream())(_.write(TestFiles.pattern(MiB, p)))
+            "written"
+          } catch {
+            case _: SpillLimitExceededException => "refused"
+          }
+        } else ""
+      }.collect().mkString
+    } finally sc.setLocalProperty(SpillwayConf.MaxTempDirectorySizeKey, null)
+    assert(refused == "refused")
+    // A plan whose only local dir does not exist: its first file fails on the filesystem.
+    val broken = NativeSpill.createPlan(Array(base.resolve("missing").toString), MiB)
+    try intercept[IOException](NativeSpill.createTmpFile(broken))
+    finally NativeSpill.releasePlan(broken)
+
+    val after = metrics()
+    val delta = SpillwayPlugin.MetricNames.map(n => n -> (after(n) - before(n))).toMap
+    withClue(s"before $before, after $after: ") {
+      assert(delta("plansSpilled") == 2)
+      assert(delta("dirsCreated") == 2)
+      assert(delta("spillFiles") == 2)
+      assert(delta("bytesSpilled") == 2 * MiB)
+      assert(delta("limitFailures") == 1)
+      assert(delta("filesystemErrors") >= 1)
+      assert(delta("livePlans") == 0 && delta("bytesInUse") == 0, "the tasks' plans are released")
+      assert(after("livePlans") >= 1 && after("bytesInUse") >= 0) // at least this suite's live plan
+      assert(after("goHeapBytes") > 0)
+    }
+  }
+
+  test("the gauges share one read of the counters, renewed once it is older than the max age") {
+    var now = 0L
+    val stats = new NativeStatsCache(maxAgeNanos = 10, nanoTime = () => now)
+    val spillFiles = SpillwayPlugin.MetricNames.indexOf("spillFiles")
+    val first = stats(spillFiles)
+    val plan = NativeSpill.createPlan(Array(root.resolve("blockmgr-live").toString), MiB)
+    try {
+      NativeSpill.createTmpFile(plan)
+      now += 9
+      assert(stats(spillFiles) == first, "within the max age: the cached read")
+      now += 1
+      assert(stats(spillFiles) == first + 1, "at the max age: read anew")
+    } finally NativeSpill.releasePlan(plan)
+  }
+
+  test("blockManagerDirs: the given dirs and their real blockmgr-* siblings, no symlinks, no other names") {
+    val own = root.resolve("blockmgr-live").toString
+    val (dirs, failures) = SpillwayPlugin.blockManagerDirs(Seq(own))
+    val sparkDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
+    assert(failures.isEmpty)
+    assert(dirs == (sparkDirs ++ Seq("blockmgr-dead", "blockmgr-live").map(n => root.resolve(n).toString)).sorted)
+    val (missing, missingFailures) = SpillwayPlugin.blockManagerDirs(Seq(base.resolve("gone/blockmgr-x").toString))
+    assert(missing == Seq(base.resolve("gone/blockmgr-x").toString), "its own dir is kept even if the parent cannot be listed")
+    assert(missingFailures.size == 1 && missingFailures.head.contains("gone"), missingFailures)
+  }
+
+  test("a classpath without this platform's library: the error names the platforms it has and what to do") {
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"), Seq("-Dos.arch=riscv64"), Seq("wrong-platform"))
+    val out = result.output.linesIterator.flatMap(_.split("=", 2) match {
+      case Array(k, v) => Some(k -> v)
+      case _ => None
+    }).toMap
+    withClue(result.output) {
+      assert(result.exitCode == 0)
+      assert(out("platform") == s"${NativeLoader.os()}/riscv64")
+      assert(out("bundled") == NativeLoader.platform(), "the build bundles this machine's platform")
+      val error = out("error")
+      assert(error.startsWith("java.lang.UnsatisfiedLinkError: Spillway native library could not be loaded"))
+      assert(error.contains(s"no native library for ${NativeLoader.os()}/riscv64") &&
+        error.contains(s"carries it for ${NativeLoader.platform()} only") && error.contains("make lib") &&
+        error.contains(s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}="), error)
+    }
+  }
+
+  test("a library that cannot be loaded fails the executor at startup with the cause and what to do") {
+    val missing = "/nonexistent/dir/libspillway.so"
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
+      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m", s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$missing"),
+      Seq("load-failure"))
+    val errors = result.output.linesIterator.filter(_.startsWith("error=")).toSeq
+    withClue(result.output) {
+      assert(result.exitCode == 0)
+      assert(!result.output.contains("started=true"))
+      assert(errors.headOption.exists(e => e.contains("Spillway cannot start on executor driver") &&
+        e.contains("spark.plugins=spillway.SpillwayPlugin") && e.contains(missing) &&
+        e.contains(s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=")), errors)
+      assert(errors.exists(_.startsWith("error=java.io.FileNotFoundException")), "the first cause is kept")
+    }
+  }
+}
