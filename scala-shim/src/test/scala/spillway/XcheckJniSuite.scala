@@ -3,7 +3,7 @@ package spillway
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Runs NativeSpillContractSuite (bad inputs included) in a child JVM under -Xcheck:jni, which makes
+ * Runs NativeSpillContractSuite and NativeSortContractSuite (bad inputs included) in a child JVM under -Xcheck:jni, which makes
  * the JVM validate every JNI call of the library: fatal misuse aborts the child, other misuse
  * (e.g. a JNI call with an exception pending, local reference overflow) is printed as a warning with
  * the native method's frame. Either fails this test when it comes from spillway's natives.
@@ -17,6 +17,8 @@ class XcheckJniSuite extends AnyFunSuite {
     withClue(s"child JVM output:\n$output\n") {
       assert(result.exitCode == 0)
       assert(output.contains("NativeSpillContractSuite"))
+      assert(output.contains("NativeSortContractSuite"))
+      assert(output.contains("JniBadInputMatrixSuite"))
       assert(output.contains("All tests passed"))
       assert(XcheckJniSuite.spillwayJniWarnings(output).isEmpty)
     }
@@ -52,7 +54,7 @@ object XcheckJniSuite {
 class ContractSuiteMain
 object ContractSuiteMain {
   def main(args: Array[String]): Unit = {
-    val passed = org.scalatest.tools.Runner.run(Array("-oW", "-s", classOf[NativeSpillContractSuite].getName))
+    val passed = org.scalatest.tools.Runner.run(Array("-oW", "-s", classOf[NativeSpillContractSuite].getName, "-s", classOf[NativeSortContractSuite].getName, "-s", classOf[JniBadInputMatrixSuite].getName))
     sys.exit(if (passed) 0 else 1)
   }
 }
