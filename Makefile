@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan jni -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib jar demo test test-go test-jvm bench bench-sort clean
+.PHONY: all lib jar demo test test-go test-jvm cluster-test soak fuzz bench bench-sort clean
 
 all: lib
 
@@ -31,7 +31,7 @@ jar: lib
 demo: lib
 	$(SBT) run
 
-test: test-go test-jvm
+test: test-go test-jvm cluster-test
 
 # The fuzz targets' seed corpora (testdata/fuzz/) run with the tests; then each fuzzer runs
 # briefly, so a regression in input validation is caught on every run. `make fuzz` runs longer.
@@ -52,8 +52,26 @@ fuzz:
 test-jvm: lib
 	$(SBT) test
 
+# The soak of RELIABILITY.md for longer than the 90 s loop make test runs (spillway.SparkSoakSuite):
+# Spark tasks in local mode that spill, sort, fail and get cancelled, then nothing may be left on
+# disk or in the library and neither VmRSS nor the Go heap may grow like a leak. SOAK_SEED=<seed>
+# replays the random choices the soak printed.
+SOAK_SECONDS ?= 600
+soak: lib
+	SOAK_SECONDS=$(SOAK_SECONDS) $(SBT) "testOnly spillway.SparkSoakSuite"
+
+# A standalone master and two workers on loopback (Spark from the pyspark package on PyPI, installed
+# into build/pyspark-venv on first use) run spillway.demo.ClusterDemo from the jar with the plugin
+# on; see project/cluster-test.sh. About 1.5 min (plus ~1 min for the first pyspark install).
+cluster-test: jar
+	project/cluster-test.sh
+
+# Every benchmark side by side: JMH through the real library (plan lifecycle against eager dirs and
+# the floor, first spill with syscall counts, write throughput, plans/s from 1 and 2 threads) and
+# the Go benchmarks with benchstat. Prints and writes build/bench/report.md; BENCHMARKS.md holds
+# the latest. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
 bench: lib
-	go test -run '^$$' -bench . -benchmem -cpu 1,2 ./spill ./plan
+	project/bench.sh
 
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark). Arguments: records partitions memory runs.
