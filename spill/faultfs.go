@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -62,29 +63,16 @@ func (f *FaultFS) Mkdir(path string, perm os.FileMode) error {
 	return f.FS.Mkdir(path, perm)
 }
 
-func (f *FaultFS) CreateExclusive(path string, perm os.FileMode) (Handle, error) {
-	if err := f.fault(OpCreate, path); err != nil {
+// OpenDir is part of making a plan dir, so it fails as OpMkdir.
+func (f *FaultFS) OpenDir(path string) (Dir, error) {
+	if err := f.fault(OpMkdir, path); err != nil {
 		return nil, err
 	}
-	h, err := f.FS.CreateExclusive(path, perm)
+	d, err := f.FS.OpenDir(path)
 	if err != nil {
 		return nil, err
 	}
-	return &faultHandle{Handle: h, fs: f, path: path}, nil
-}
-
-func (f *FaultFS) Remove(path string) error {
-	if err := f.fault(OpRemove, path); err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			// An unlink reports ENOENT only when the file is gone: model a cleaner that got
-			// there first, not a file that stays while the call says it is absent.
-			if rmErr := f.FS.Remove(path); rmErr != nil {
-				return rmErr
-			}
-		}
-		return err
-	}
-	return f.FS.Remove(path)
+	return &faultDir{Dir: d, fs: f, path: path}, nil
 }
 
 func (f *FaultFS) CreateLock(path string, perm os.FileMode) (io.Closer, error) {
@@ -92,6 +80,50 @@ func (f *FaultFS) CreateLock(path string, perm os.FileMode) (io.Closer, error) {
 		return nil, err
 	}
 	return f.FS.CreateLock(path, perm)
+}
+
+func (f *FaultFS) Remove(path string) error {
+	return f.remove(path, func() error { return f.FS.Remove(path) })
+}
+
+func (f *FaultFS) RemoveDir(path string) error {
+	return f.remove(path, func() error { return f.FS.RemoveDir(path) })
+}
+
+func (f *FaultFS) remove(path string, remove func() error) error {
+	if err := f.fault(OpRemove, path); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			// An unlink reports ENOENT only when the file is gone: model a cleaner that got
+			// there first, not a file that stays while the call says it is absent.
+			if rmErr := remove(); rmErr != nil {
+				return rmErr
+			}
+		}
+		return err
+	}
+	return remove()
+}
+
+type faultDir struct {
+	Dir
+	fs   *FaultFS
+	path string
+}
+
+func (d *faultDir) CreateExclusive(name string, perm os.FileMode) (Handle, error) {
+	path := filepath.Join(d.path, name)
+	if err := d.fs.fault(OpCreate, path); err != nil {
+		return nil, err
+	}
+	h, err := d.Dir.CreateExclusive(name, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultHandle{Handle: h, fs: d.fs, path: path}, nil
+}
+
+func (d *faultDir) Remove(name string) error {
+	return d.fs.remove(filepath.Join(d.path, name), func() error { return d.Dir.Remove(name) })
 }
 
 type faultHandle struct {

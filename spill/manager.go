@@ -85,18 +85,20 @@ type Manager struct {
 type spillState struct {
 	next    int                // the root that takes the next file
 	spilled bool               // a file was created
-	dirs    []string           // per root: its current plan dir, "" until a file lands there
+	current []*planDir         // per root: its current plan dir, nil until a file lands there
 	failed  []error            // per root: why it was given up for this manager, nil while usable
-	made    []planDir          // every plan dir created, healed ones included, removed at Close
+	made    []*planDir         // every plan dir created, healed ones included, removed at Close
 	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
 	strays  []string           // lock files of dirs never made, whose removal failed
 }
 
-// planDir is a plan dir and its owner lock file beside it, locked while the manager lives: a
-// sweep by another process (see SweepOrphans) removes the dir only once the lock is free, that
-// is once this process has died without closing the manager.
+// planDir is a plan dir, held open so that its files are made and removed through it, and its
+// owner lock file beside it, locked while the manager lives: a sweep by another process (see
+// SweepOrphans) removes the dir only once the lock is free, that is once this process has died
+// without closing the manager.
 type planDir struct {
 	path     string
+	dir      Dir // nil if it could not be opened
 	lockPath string
 	lock     io.Closer
 }
@@ -182,10 +184,10 @@ func (m *Manager) spillState() *spillState {
 	if m.state == nil {
 		n := m.roots.Len()
 		m.state = &spillState{
-			next:   mrand.IntN(n),
-			dirs:   make([]string, n),
-			failed: make([]error, n),
-			files:  make(map[*File]struct{}),
+			next:    mrand.IntN(n),
+			current: make([]*planDir, n),
+			failed:  make([]error, n),
+			files:   make(map[*File]struct{}),
 		}
 	}
 	return m.state
@@ -193,18 +195,18 @@ func (m *Manager) spillState() *spillState {
 
 // createIn creates a file under root r, making or remaking its plan dir as needed.
 func (m *Manager) createIn(s *spillState, r int) (*File, error) {
-	if s.dirs[r] == "" {
+	if s.current[r] == nil {
 		if err := m.makeDir(s, r); err != nil {
 			return nil, err
 		}
 	}
-	f, err := m.createFileIn(s.dirs[r])
+	f, err := m.createFileIn(s.current[r])
 	if errors.Is(err, fs.ErrNotExist) {
 		// The plan dir is gone (a tmp cleaner): heal with a new one instead of failing for ever.
 		if err := m.makeDir(s, r); err != nil {
 			return nil, err
 		}
-		f, err = m.createFileIn(s.dirs[r])
+		f, err = m.createFileIn(s.current[r])
 	}
 	return f, err
 }
@@ -219,27 +221,31 @@ func (m *Manager) makeDir(s *spillState, r int) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(root, name)
-	if err := m.fs.Mkdir(dir, dirMode); err != nil {
-		if rmErr := removeIfExists(m.fs, lockPath); rmErr != nil {
+	path := filepath.Join(root, name)
+	if err := m.fs.Mkdir(path, dirMode); err != nil {
+		if ignoreNotExist(m.fs.Remove(lockPath)) != nil {
 			s.strays = append(s.strays, lockPath) // Close tries again
 		}
 		_ = lock.Close()
 		return err
 	}
-	s.dirs[r] = dir
-	s.made = append(s.made, planDir{path: dir, lockPath: lockPath, lock: lock})
 	m.stats().DirsCreated.Add(1)
+	d := &planDir{path: path, lockPath: lockPath, lock: lock}
+	s.made = append(s.made, d) // Close removes it, opened or not
+	if d.dir, err = m.fs.OpenDir(path); err != nil {
+		return err
+	}
+	s.current[r] = d
 	return nil
 }
 
-func (m *Manager) createFileIn(dir string) (*File, error) {
-	path := filepath.Join(dir, "spill-"+crand.Text())
-	h, err := m.fs.CreateExclusive(path, fileMode)
+func (m *Manager) createFileIn(d *planDir) (*File, error) {
+	name := "spill-" + crand.Text()
+	h, err := d.dir.CreateExclusive(name, fileMode)
 	if err != nil {
 		return nil, err
 	}
-	return &File{m: m, path: path, h: h}, nil
+	return &File{m: m, dir: d, name: name, path: filepath.Join(d.path, name), h: h}, nil
 }
 
 // reserve takes n bytes of the manager's limit and of the shared budget, or refuses with a
@@ -336,17 +342,20 @@ func (m *Manager) Close() error {
 		}
 	}
 	for _, path := range s.strays {
-		if err := removeIfExists(m.fs, path); err != nil {
+		if err := ignoreNotExist(m.fs.Remove(path)); err != nil {
 			errs = append(errs, m.fsError(err))
 		}
 	}
 	for i := len(s.made) - 1; i >= 0; i-- {
 		d := s.made[i]
+		if d.dir != nil {
+			_ = d.dir.Close()
+		}
 		// The lock file goes last, and only once the dir is gone: a dir left behind stays owned,
 		// and the next sweep removes it once this process is gone or the lock is closed.
-		err := removeIfExists(m.fs, d.path)
+		err := ignoreNotExist(m.fs.RemoveDir(d.path))
 		if err == nil {
-			err = removeIfExists(m.fs, d.lockPath)
+			err = ignoreNotExist(m.fs.Remove(d.lockPath))
 		}
 		_ = d.lock.Close()
 		if err != nil {
@@ -360,6 +369,8 @@ func (m *Manager) Close() error {
 // normally written by one goroutine and then read back.
 type File struct {
 	m    *Manager
+	dir  *planDir // the dir it was made in, through which it is removed
+	name string
 	path string
 
 	mu   sync.Mutex
@@ -442,7 +453,7 @@ func (f *File) discard() error {
 		_ = f.h.Close()
 		f.h = nil
 	}
-	if err := removeIfExists(f.m.fs, f.path); err != nil {
+	if err := ignoreNotExist(f.dir.dir.Remove(f.name)); err != nil {
 		return f.m.fsError(err)
 	}
 	f.gone = true

@@ -423,15 +423,88 @@ func TestCreateExclusiveNeverFollowsASymlink(t *testing.T) {
 	dangling := filepath.Join(dir, "dangling")
 	require.NoError(t, os.Symlink(filepath.Join(dir, "nowhere"), dangling))
 
-	_, err := OSFS{}.CreateExclusive(link, fileMode)
+	d, err := OSFS{}.OpenDir(dir)
+	require.NoError(t, err)
+	defer d.Close()
+	_, err = d.CreateExclusive("link", fileMode)
 	assert.ErrorIs(t, err, fs.ErrExist)
-	_, err = OSFS{}.CreateExclusive(dangling, fileMode)
+	_, err = d.CreateExclusive("dangling", fileMode)
 	assert.ErrorIs(t, err, fs.ErrExist)
 	assert.NoFileExists(t, filepath.Join(dir, "nowhere"))
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "precious", string(got))
 	assert.ErrorIs(t, OSFS{}.Mkdir(link, dirMode), fs.ErrExist)
+	_, err = OSFS{}.CreateLock(link, fileMode)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	_, err = OSFS{}.OpenDir(link)
+	assert.Error(t, err, "a plan dir path that is a symlink is never opened")
+	assert.ErrorIs(t, OSFS{}.RemoveDir(link), syscall.ENOTDIR, "rmdir never removes a symlink")
+	assert.FileExists(t, link)
+}
+
+// A plan dir renamed away and replaced by a symlink to another dir: the plan's next files still
+// go into the dir it made, through its open descriptor, never where the symlink points.
+func TestAPlanDirSwappedForASymlinkIsNotFollowed(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	m := newManager(t, []string{root}, 1<<20, nil)
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+	planDir := filepath.Dir(f.Path())
+	moved := filepath.Join(root, "moved")
+	require.NoError(t, os.Rename(planDir, moved))
+	require.NoError(t, os.Symlink(outside, planDir))
+
+	g, err := m.CreateFile()
+	require.NoError(t, err)
+	write(t, g, 10)
+	entries, err := os.ReadDir(outside)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing is created through the symlink")
+	assert.FileExists(t, filepath.Join(moved, filepath.Base(g.Path())))
+
+	err = m.Close()
+	require.Error(t, err, "the replaced plan dir cannot be removed by its path, and Close says so")
+	assert.Contains(t, err.Error(), planDir)
+	assert.FileExists(t, planDir, "the symlink, which the plan did not make, stays")
+	entries, err = os.ReadDir(moved)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the plan's files are removed through the dir it made")
+}
+
+// A sweep running while plans create their dirs never takes a new lock, so it never breaks a
+// spill nor leaves a live plan dir without its lock file.
+func TestSweepsNeverRaceANewPlanDir(t *testing.T) {
+	root := t.TempDir()
+	roots, err := NewRoots([]string{root})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	swept := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				swept <- n
+				return
+			default:
+			}
+			removed, err := SweepOrphans(root)
+			assert.NoError(t, err)
+			assert.Empty(t, removed, "every plan dir here is live")
+			n++
+		}
+	}()
+	for range 2000 {
+		m, err := New(Config{Roots: roots, Limit: 1 << 20})
+		require.NoError(t, err)
+		f, err := m.CreateFile()
+		require.NoError(t, err)
+		assert.FileExists(t, filepath.Join(root, ownerLockName(filepath.Base(filepath.Dir(f.Path())))))
+		require.NoError(t, m.Close())
+	}
+	close(stop)
+	assert.Positive(t, <-swept)
 }
 
 func TestReadBackWhatWasWritten(t *testing.T) {

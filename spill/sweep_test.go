@@ -2,6 +2,8 @@ package spill
 
 import (
 	"bufio"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain doubles as the child process of the sweep tests: with $SPILLWAY_CHILD_ROOT set, the
@@ -149,4 +152,33 @@ func TestSweepOfAMissingDirIsNotAnError(t *testing.T) {
 	removed, err := SweepOrphans(filepath.Join(t.TempDir(), "gone"))
 	assert.NoError(t, err)
 	assert.Empty(t, removed)
+}
+
+// Both ways of making a lock file leave it named, locked, and nothing else behind.
+func TestLockFilesAppearLocked(t *testing.T) {
+	for name, create := range map[string]func(string, os.FileMode) (io.Closer, error){
+		"O_TMPFILE": OSFS{}.CreateLock,
+		"rename":    createLockByRename,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, ownerLockName(DirPrefix+"x"))
+			lock, err := create(path, fileMode)
+			require.NoError(t, err)
+			other, err := os.Open(path)
+			require.NoError(t, err)
+			defer other.Close()
+			assert.ErrorIs(t, unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB), unix.EWOULDBLOCK)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "no temporary name is left")
+			info, err := entries[0].Info()
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), info.Mode())
+			_, err = create(path, fileMode)
+			assert.ErrorIs(t, err, fs.ErrExist, "an existing lock file is never replaced")
+			require.NoError(t, lock.Close())
+			assert.NoError(t, unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB))
+		})
+	}
 }

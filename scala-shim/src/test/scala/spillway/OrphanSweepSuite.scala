@@ -138,16 +138,11 @@ class OrphanSweepSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(names(local).isEmpty, s"left in the local dir: ${names(local)}")
   }
 
-  test("sweeps running while another JVM creates plan dirs never break its spills (PENDING: the lock-file race)") {
-    // The owner creates its lock file (O_EXCL), then flocks it, then makes its dir. A sweep that
-    // opens and flocks the lock file between the owner's first two steps takes it: the owner's
-    // flock then fails (EWOULDBLOCK), so a live plan's spill fails with an IOException, or, if the
-    // sweep has already unlinked the free-looking lock file, the owner locks an unlinked inode and
-    // its dir lives with no lock file on disk (never sweepable after a crash). Continuous sweeps
-    // over 5000 plan dirs hit the window several times per run (about 1 in 300 plans here).
-    // Fix on the native side: make the lock file appear already locked (create it under a name
-    // the sweep ignores or with O_TMPFILE, flock it, then link or rename it into place).
-    // Pending until then; pendingUntilFixed reports when it passes.
+  test("sweeps running while another JVM creates plan dirs never break its spills") {
+    // A lock file appears already locked (made unnamed with O_TMPFILE, flocked, then linked into
+    // place), so a sweep can never take the lock of a plan dir being created. Before that, a sweep
+    // between the owner's open and flock took the lock: about 1 in 300 plans here failed to spill
+    // or lived with no lock file on disk.
     val plans = 5000
     val churner = startChild("churn", local.toString, plans.toString)
     var sweeps = 0
@@ -163,9 +158,7 @@ class OrphanSweepSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(n == plans)
     assert(removed == 0, "a sweep removed a plan dir of a live JVM")
     assert(names(local).isEmpty, s"left in the local dir: ${names(local)}")
-    pendingUntilFixed {
-      assert(failures == 0, s"spills of a live JVM failed during sweeps: ${report.drop(6).mkString(" ")}")
-      assert(unowned == 0, "plan dirs of a live JVM had no owner lock file on disk")
-    }
+    assert(failures == 0, s"spills of a live JVM failed during sweeps: ${report.drop(6).mkString(" ")}")
+    assert(unowned == 0, "plan dirs of a live JVM had no owner lock file on disk")
   }
 }

@@ -154,24 +154,32 @@ class SpillSecuritySuite extends AnyFunSuite with BeforeAndAfterEach {
     }
   }
 
-  test("a plan dir swapped for a symlink mid-plan is not followed (PENDING: files are created through it)") {
+  test("a plan dir swapped for a symlink mid-plan is not followed") {
     // Someone with write access to the local dir (the same user, a compromised job) renames a live
-    // plan's dir away and puts a symlink to another dir in its place. The plan's next file must
-    // not land in the symlink's target. Today the library opens `<plan dir>/spill-<random>` by
-    // path, so the kernel follows the link; opening relative to a descriptor of the dir it made
-    // (openat with O_NOFOLLOW on the dir, or os.Root) would close this. Pending until then.
+    // plan's dir away and puts a symlink to another dir in its place. The library creates and
+    // removes files through a descriptor of the dir it made, so its next file lands in the moved
+    // dir, never in the symlink's target; the release then cannot remove the dir by its path,
+    // says so, and leaves the symlink alone.
     val plan = NativeSpill.createPlan(Array(roots.head.toString), GiB)
+    val first = NativeSpill.createTmpFile(plan)
+    val dir = Paths.get(TestFiles.parentOf(NativeSpill.path(first)))
+    val moved = dir.resolveSibling(dir.getFileName.toString + ".moved")
+    Files.move(dir, moved)
+    Files.createSymbolicLink(dir, outside)
+    val before = outsideSnapshot
     try {
-      val first = NativeSpill.createTmpFile(plan)
-      val dir = Paths.get(TestFiles.parentOf(NativeSpill.path(first)))
-      Files.move(dir, dir.resolveSibling(dir.getFileName.toString + ".moved"))
-      Files.createSymbolicLink(dir, outside)
-      val before = outsideSnapshot
-      pendingUntilFixed {
-        val second = try Some(NativeSpill.createTmpFile(plan)) catch { case _: java.io.IOException => None }
-        second.foreach(write(_, 10))
-        assert(outsideSnapshot == before, s"a spill file was created through the symlink: ${second.map(NativeSpill.path)}")
-      }
-    } finally NativeSpill.releasePlan(plan)
+      val second = NativeSpill.createTmpFile(plan)
+      write(second, 10)
+      assert(outsideSnapshot == before, s"a spill file was created through the symlink: ${NativeSpill.path(second)}")
+      assert(Files.exists(moved.resolve(Paths.get(NativeSpill.path(second)).getFileName)))
+      val e = intercept[java.io.IOException](NativeSpill.releasePlan(plan))
+      assert(e.getMessage.contains(dir.toString), e.getMessage)
+      assert(Files.isSymbolicLink(dir), "the symlink the plan did not make stays")
+      assert(outsideSnapshot == before)
+      assert(TestFiles.entriesUnder(moved).isEmpty, "the plan's files are removed through the dir it made")
+    } finally {
+      Files.deleteIfExists(dir)
+      TestFiles.deleteRecursively(moved)
+    }
   }
 }
