@@ -40,9 +40,9 @@ final class SpillPlan private (
           NativeSpill.releaseTmpFile(file)
           throw t
       }
-    SpillwayMetrics.filesCreated.incrementAndGet()
-    if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.incrementAndGet()
-    if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.incrementAndGet()
+    SpillwayMetrics.filesCreated.increment()
+    if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.increment()
+    if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.increment()
     new SpillFile(this, file, path)
   }
 
@@ -68,7 +68,7 @@ final class SpillPlan private (
     try {
       if (!closed) {
         closed = true // first, so that a failed release is not retried against a released handle
-        SpillwayMetrics.plansReleased.incrementAndGet()
+        SpillwayMetrics.plansReleased.increment()
         NativeSpill.releasePlan(handle)
       }
     } finally lock.writeLock.unlock()
@@ -119,7 +119,7 @@ object SpillPlan {
   def create(localDirs: Array[String], maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
     val handle = NativeSpill.createPlanWithExecutorLimit(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
-    SpillwayMetrics.plansCreated.incrementAndGet()
+    SpillwayMetrics.plansCreated.increment()
     new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
   }
 }

@@ -1,29 +1,30 @@
 package spillway
 
-import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.LongAdder
 
 /**
- * Per-JVM counters of the spill lifecycle, kept by the Scala layer (plans and files created
- * through [[SpillPlan]]; direct users of [[NativeSpill]] are not counted).
+ * Per-JVM counters of the spill lifecycle, kept by the Scala layer (plans and files created through
+ * [[SpillPlan]]; direct users of [[NativeSpill]] are not counted). LongAdders, so that plans of
+ * concurrent tasks never contend on one counter's cache line.
  */
 object SpillwayMetrics {
-  private[spillway] val plansCreated = new AtomicLong
-  private[spillway] val plansSpilled = new AtomicLong
-  private[spillway] val plansReleased = new AtomicLong
-  private[spillway] val dirsCreated = new AtomicLong
-  private[spillway] val filesCreated = new AtomicLong
-  private[spillway] val bytesWritten = new AtomicLong
-  private[spillway] val releaseFailures = new AtomicLong
+  private[spillway] val plansCreated = new LongAdder
+  private[spillway] val plansSpilled = new LongAdder
+  private[spillway] val plansReleased = new LongAdder
+  private[spillway] val dirsCreated = new LongAdder
+  private[spillway] val filesCreated = new LongAdder
+  private[spillway] val bytesWritten = new LongAdder
+  private[spillway] val releaseFailures = new LongAdder
 
-  /** The counters now. Each is read atomically; the set is not one atomic snapshot. */
+  /** The counters now: each a sum taken now, the set not one atomic snapshot. */
   def snapshot(): Snapshot = Snapshot(
-    plansCreated = plansCreated.get,
-    plansSpilled = plansSpilled.get,
-    plansReleased = plansReleased.get,
-    dirsCreated = dirsCreated.get,
-    filesCreated = filesCreated.get,
-    bytesWritten = bytesWritten.get,
-    releaseFailures = releaseFailures.get)
+    plansCreated = plansCreated.sum,
+    plansSpilled = plansSpilled.sum,
+    plansReleased = plansReleased.sum,
+    dirsCreated = dirsCreated.sum,
+    filesCreated = filesCreated.sum,
+    bytesWritten = bytesWritten.sum,
+    releaseFailures = releaseFailures.sum)
 
   /**
    * @param plansCreated plans created

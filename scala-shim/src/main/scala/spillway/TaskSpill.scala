@@ -79,7 +79,7 @@ object TaskSpill {
     try plan.close()
     catch {
       case e: java.io.IOException =>
-        SpillwayMetrics.releaseFailures.incrementAndGet()
+        SpillwayMetrics.releaseFailures.increment()
         log.warn(s"Spillway could not remove everything of task ${task.taskAttemptId()}'s spill plan", e)
     }
   }
