@@ -136,15 +136,11 @@ func (r *Registry) UsedDiskSpace(h uint64) (int64, error) {
 // CreateTmpFile creates a spill file for the plan and returns its handle. The plan's dir under
 // the chosen root is created here if this is the first file to land there.
 func (r *Registry) CreateTmpFile(h uint64) (uint64, error) {
-	p, ok := r.plans.get(h)
-	if !ok {
-		return 0, &HandleError{What: "plan", Handle: h}
+	p, err := r.lockLive(h)
+	if err != nil {
+		return 0, err
 	}
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.released {
-		return 0, &HandleError{What: "plan", Handle: h}
-	}
 	f, err := p.spill.CreateFile()
 	if err != nil {
 		return 0, err
@@ -155,6 +151,20 @@ func (r *Registry) CreateTmpFile(h uint64) (uint64, error) {
 	}
 	p.files[fh] = struct{}{}
 	return fh, nil
+}
+
+// lockLive returns the plan h with its lock held, so that it cannot be released while the caller
+// gives it something to own; the caller unlocks it.
+func (r *Registry) lockLive(h uint64) (*Plan, error) {
+	p, ok := r.plans.get(h)
+	if ok {
+		p.mu.Lock()
+		if !p.released {
+			return p, nil
+		}
+		p.mu.Unlock()
+	}
+	return nil, &HandleError{What: "plan", Handle: h}
 }
 
 func (r *Registry) file(fh uint64) (*spill.File, error) {

@@ -13,15 +13,11 @@ type sortEntry struct {
 // records in memory and spills sorted runs through the plan's spill manager, under its limit.
 // Releasing the plan closes the sort.
 func (r *Registry) CreateSort(h uint64, memoryBudget int64) (uint64, error) {
-	p, ok := r.plans.get(h)
-	if !ok {
-		return 0, &HandleError{What: "plan", Handle: h}
+	p, err := r.lockLive(h)
+	if err != nil {
+		return 0, err
 	}
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.released {
-		return 0, &HandleError{What: "plan", Handle: h}
-	}
 	s, err := extsort.New(&p.spill, memoryBudget)
 	if err != nil {
 		return 0, err
