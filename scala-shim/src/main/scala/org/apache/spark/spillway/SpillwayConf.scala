@@ -40,27 +40,9 @@ object SpillwayConf {
       .checkValue(_ >= 0, "must not be negative")
       .createWithDefault(Long.MaxValue)
 
-  /**
-   * The executor-wide limit for a plan created now in `task`, read like [[maxTempDirectorySize]]:
-   * the task's local property first, then `conf`, then the default (`Long.MaxValue`, unlimited).
-   *
-   * @throws IllegalArgumentException naming the key and the value if the value is not a valid
-   *     byte size
-   */
+  /** The executor-wide limit for a plan created now in `task`; see [[read]]. Unlimited by default. */
   def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
-    Option(task.getLocalProperty(MaxExecutorTempDirectorySizeKey))
-      .orElse(conf.getOption(MaxExecutorTempDirectorySizeKey)) match {
-      case Some(value) =>
-        try MAX_EXECUTOR_TEMP_DIRECTORY_SIZE.valueConverter(value)
-        catch {
-          case e: IllegalArgumentException =>
-            throw new IllegalArgumentException(
-              s"Invalid value '$value' for $MaxExecutorTempDirectorySizeKey: expected a " +
-                s"non-negative byte size such as 50g (${e.getMessage})",
-              e)
-        }
-      case None => MAX_EXECUTOR_TEMP_DIRECTORY_SIZE.defaultValue.get
-    }
+    read(MAX_EXECUTOR_TEMP_DIRECTORY_SIZE, "a non-negative byte size such as 50g", task, conf)
 
   val SortMemoryBudgetKey: String = "spark.spillway.sort.memoryBudget"
 
@@ -76,49 +58,31 @@ object SpillwayConf {
       .checkValue(_ > 0, "must be positive")
       .createWithDefaultString("64m")
 
-  /**
-   * The memory budget of a native sort started now in `task`: the task's local property first,
-   * then `conf`, then the default.
-   *
-   * @throws IllegalArgumentException naming the key and the value if the value is not a positive
-   *     byte size
-   */
+  /** The memory budget of a native sort started now in `task`; see [[read]]. */
   def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long =
-    Option(task.getLocalProperty(SortMemoryBudgetKey)).orElse(conf.getOption(SortMemoryBudgetKey)) match {
+    read(SORT_MEMORY_BUDGET, "a positive byte size such as 64m", task, conf)
+
+  /** The limit for a plan created now in `task`; see [[read]]. */
+  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
+    read(MAX_TEMP_DIRECTORY_SIZE, "a non-negative byte size such as 10g", task, conf)
+
+  /**
+   * The value of `entry` for something created now in `task`: the task's local property (where
+   * SQL and Dataset actions put the session conf) first, then `conf`, then the default.
+   *
+   * @throws IllegalArgumentException naming the key and the value as given if it is not
+   *     `expected`; never falls back to the default silently
+   */
+  private def read(entry: ConfigEntry[Long], expected: String, task: TaskContext, conf: SparkConf): Long =
+    Option(task.getLocalProperty(entry.key)).orElse(conf.getOption(entry.key)) match {
       case Some(value) =>
-        try SORT_MEMORY_BUDGET.valueConverter(value)
+        try entry.valueConverter(value)
         catch {
+          // Spark's own message shows a negative value converted ("-1073741824b"): name it as given.
           case e: IllegalArgumentException =>
             throw new IllegalArgumentException(
-              s"Invalid value '$value' for $SortMemoryBudgetKey: expected a positive byte size " +
-                s"such as 64m (${e.getMessage})",
-              e)
+              s"Invalid value '$value' for ${entry.key}: expected $expected (${e.getMessage})", e)
         }
-      case None => SORT_MEMORY_BUDGET.defaultValue.get
-    }
-
-  /**
-   * The limit for a plan created now in `task`: the task's local property (where SQL and Dataset
-   * actions put the session conf) first, then `conf`, then the default.
-   *
-   * @throws IllegalArgumentException naming the key and the value if the value is not a valid
-   *     byte size; never falls back to the default silently
-   */
-  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
-    Option(task.getLocalProperty(MaxTempDirectorySizeKey)).orElse(conf.getOption(MaxTempDirectorySizeKey)) match {
-      case Some(value) => parseMaxTempDirectorySize(value)
-      case None => MAX_TEMP_DIRECTORY_SIZE.defaultValue.get
-    }
-
-  /** Parses a byte size such as `10g` with Spark's config machinery. */
-  def parseMaxTempDirectorySize(value: String): Long =
-    try MAX_TEMP_DIRECTORY_SIZE.valueConverter(value)
-    catch {
-      // Spark's own message shows a negative value converted ("-1073741824b"): name it as given.
-      case e: IllegalArgumentException =>
-        throw new IllegalArgumentException(
-          s"Invalid value '$value' for $MaxTempDirectorySizeKey: expected a non-negative byte size " +
-            s"such as 10g (${e.getMessage})",
-          e)
+      case None => entry.defaultValue.get
     }
 }
