@@ -70,55 +70,54 @@ func javaString(env *C.JNIEnv, s string) C.jstring {
 	return C.spillway_new_string(env, (*C.jchar)(unsafe.SliceData(text)), C.jsize(len(text)))
 }
 
-// The parsed local dirs of recent createPlan calls, keyed by the identity of the String objects
-// in the array. An executor passes the same dirs to every plan; comparing object identities in
-// C costs a few ns a dir where converting the strings costs microseconds. The entries live as
-// long as the JVM, so their global refs are never freed while another thread may read them;
-// there are at most maxCachedDirSets of them, and a miss past that converts and parses anew.
-const maxCachedDirSets = 8
+// The parsed local dirs of createPlan calls, keyed by the identity of the String objects in the
+// array. An executor passes the same dirs to every plan; comparing object identities in C costs
+// about 20 ns a dir where converting the strings costs microseconds. One cgo call looks at every
+// cached set, so the cache can hold many without slowing a hit. Its entries live as long as the
+// JVM (another thread may be reading one at any time, so their global refs are never freed);
+// past maxCachedDirSets distinct sets, a miss converts and parses anew.
+const maxCachedDirSets = 64
 
-type cachedDirs struct {
-	refs *C.jobject // C array of global refs, C memory so cgo need not check it per call
-	n    C.jsize
-	dirs plan.LocalDirs
+type dirCache struct {
+	sets *C.spillway_string_set // C array of len(dirs) sets, never freed: readers may hold it
+	dirs []plan.LocalDirs
 }
 
 var (
-	dirCache   atomic.Pointer[[]cachedDirs] // copy on write: a hit takes no lock
-	dirCacheMu sync.Mutex                   // serialises the rare misses that add an entry
+	dirSets   atomic.Pointer[dirCache] // copy on write: a hit takes no lock
+	dirsAddMu sync.Mutex               // serialises the rare misses that add a set
 )
 
 func parsedLocalDirs(env *C.JNIEnv, arr C.jobjectArray) (plan.LocalDirs, error) {
-	if cache := dirCache.Load(); cache != nil {
-		for _, c := range *cache {
-			switch C.spillway_same_strings(env, arr, c.refs, c.n) {
-			case 1:
-				return c.dirs, nil
-			case -1:
-				return plan.LocalDirs{}, errJavaPending
-			}
+	if c := dirSets.Load(); c != nil {
+		switch i := C.spillway_find_strings(env, arr, c.sets, C.int(len(c.dirs))); {
+		case i >= 0:
+			return c.dirs[i], nil
+		case i == -2:
+			return plan.LocalDirs{}, errJavaPending
 		}
 	}
 	strs, err := javaStrings(env, arr)
 	if err != nil {
 		return plan.LocalDirs{}, err
 	}
-	dirs, err := plan.ParseLocalDirs(strs)
+	parsed, err := plan.ParseLocalDirs(strs)
 	if err != nil {
 		return plan.LocalDirs{}, err
 	}
-	rememberDirs(env, arr, C.jsize(len(strs)), dirs)
-	return dirs, nil
+	rememberDirs(env, arr, C.jsize(len(strs)), parsed)
+	return parsed, nil
 }
 
-func rememberDirs(env *C.JNIEnv, arr C.jobjectArray, n C.jsize, dirs plan.LocalDirs) {
-	dirCacheMu.Lock()
-	defer dirCacheMu.Unlock()
-	var old []cachedDirs
-	if p := dirCache.Load(); p != nil {
-		old = *p
+func rememberDirs(env *C.JNIEnv, arr C.jobjectArray, n C.jsize, parsed plan.LocalDirs) {
+	dirsAddMu.Lock()
+	defer dirsAddMu.Unlock()
+	old := dirSets.Load()
+	count := 0
+	if old != nil {
+		count = len(old.dirs)
 	}
-	if len(old) >= maxCachedDirSets {
+	if count >= maxCachedDirSets {
 		return
 	}
 	refs := (*C.jobject)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.jobject(0)))))
@@ -129,8 +128,20 @@ func rememberDirs(env *C.JNIEnv, arr C.jobjectArray, n C.jsize, dirs plan.LocalD
 		C.free(unsafe.Pointer(refs))
 		return
 	}
-	next := append(old[:len(old):len(old)], cachedDirs{refs: refs, n: n, dirs: dirs})
-	dirCache.Store(&next)
+	setSize := C.size_t(unsafe.Sizeof(C.spillway_string_set{}))
+	sets := (*C.spillway_string_set)(C.calloc(C.size_t(count+1), setSize))
+	if sets == nil {
+		return // the pinned refs stay unused: at most once, and C memory is short anyway
+	}
+	next := &dirCache{sets: sets, dirs: make([]plan.LocalDirs, count+1)}
+	all := unsafe.Slice(sets, count+1)
+	if old != nil {
+		copy(all, unsafe.Slice(old.sets, count))
+		copy(next.dirs, old.dirs)
+	}
+	all[count] = C.spillway_string_set{refs: refs, n: n}
+	next.dirs[count] = parsed
+	dirSets.Store(next)
 }
 
 // javaStrings converts a String[] through jnigi. It is the cold path, taken once per distinct

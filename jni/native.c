@@ -85,10 +85,9 @@ void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len) {
 	}
 }
 
-int spillway_same_strings(JNIEnv *env, jobjectArray arr, const jobject *refs, jsize n) {
-	if ((*env)->GetArrayLength(env, arr) != n) {
-		return 0;
-	}
+// same_strings returns 1 if arr's n elements are the objects refs[0..n), 0 if not, -1 with an
+// exception pending.
+static int same_strings(JNIEnv *env, jobjectArray arr, const jobject *refs, jsize n) {
 	// Every JNI call here costs a VM transition. The few local refs of a usual dir list are left
 	// for the JVM to free when the native call returns (16 are always available); only a long
 	// list deletes them one by one.
@@ -107,6 +106,23 @@ int spillway_same_strings(JNIEnv *env, jobjectArray arr, const jobject *refs, js
 		}
 	}
 	return 1;
+}
+
+int spillway_find_strings(JNIEnv *env, jobjectArray arr, const spillway_string_set *sets, int count) {
+	jsize n = (*env)->GetArrayLength(env, arr);
+	for (int i = 0; i < count; i++) {
+		if (sets[i].n != n) {
+			continue;
+		}
+		int same = same_strings(env, arr, sets[i].refs, n);
+		if (same < 0) {
+			return -2;
+		}
+		if (same) {
+			return i;
+		}
+	}
+	return -1;
 }
 
 int spillway_pin_strings(JNIEnv *env, jobjectArray arr, jobject *refs, jsize n) {

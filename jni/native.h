@@ -18,10 +18,17 @@ enum {
 // Throws a new exception of the kind with a UTF-16 message; leaves any exception already pending.
 void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len);
 
-// Returns 1 if arr has exactly n elements and each is the very object refs[i], else 0; -1 with
-// an exception pending if the JVM failed. Strings are immutable, so identical elements mean
-// identical dirs without reading a character.
-int spillway_same_strings(JNIEnv *env, jobjectArray arr, const jobject *refs, jsize n);
+// A set of Strings remembered by global refs: refs[0..n).
+typedef struct {
+	jobject *refs;
+	jsize n;
+} spillway_string_set;
+
+// Returns the index of the first of sets[0..count) whose strings are exactly arr's elements, the
+// very same objects in the same order; -1 if none is; -2 with an exception pending if the JVM
+// failed. Strings are immutable, so identical elements mean identical dirs without reading a
+// character. One call from Go looks at every set.
+int spillway_find_strings(JNIEnv *env, jobjectArray arr, const spillway_string_set *sets, int count);
 
 // Makes refs[i] a global ref to arr[i] for i < n. Returns 0, or -1 (refs made so far deleted).
 int spillway_pin_strings(JNIEnv *env, jobjectArray arr, jobject *refs, jsize n);
