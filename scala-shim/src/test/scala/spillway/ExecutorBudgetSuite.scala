@@ -1,6 +1,5 @@
 package spillway
 
-import java.nio.file.{Files, Path}
 import java.util.concurrent.{CountDownLatch, Executors, TimeUnit}
 
 import scala.concurrent.{Await, ExecutionContext, Future}
@@ -9,8 +8,6 @@ import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkException}
 import org.apache.spark.spillway.SpillwayConf
-import org.apache.spark.sql.SparkSession
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task's write did. */
@@ -26,40 +23,11 @@ final case class WriteOutcome(
  * one executor) with the real library. Each plan's per-plan limit is large (1g), so any refusal
  * here comes from the executor-wide budget.
  */
-class ExecutorBudgetSuite extends AnyFunSuite with BeforeAndAfterAll {
+class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
   import ExecutorBudgetSuite._
 
   private val Key = SpillwayConf.MaxExecutorTempDirectorySizeKey
-  private var base: Path = _
-  private var spark: SparkSession = _
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    base = Files.createTempDirectory("spillway-budget-")
-    spark = SparkSession
-      .builder()
-      .master("local[2]")
-      .appName(getClass.getSimpleName)
-      .config("spark.local.dir", Files.createDirectory(base.resolve("local")).toString)
-      .config("spark.ui.enabled", "false")
-      .config(SpillwayConf.MaxTempDirectorySizeKey, "1g")
-      .getOrCreate()
-  }
-
-  override def afterAll(): Unit =
-    try if (spark != null) spark.stop()
-    finally {
-      if (base != null) TestFiles.deleteRecursively(base)
-      super.afterAll()
-    }
-
-  private def sc = spark.sparkContext
-
-  private def withLocalProperty[T](key: String, value: String)(body: => T): T = {
-    sc.setLocalProperty(key, value)
-    try body
-    finally sc.setLocalProperty(key, null)
-  }
+  override protected def sparkConf: Map[String, String] = Map(SpillwayConf.MaxTempDirectorySizeKey -> "1g")
 
   test("two concurrent tasks: the second writer passing the executor budget is refused, naming its key") {
     val outcomes = withLocalProperty(Key, "6m") {

@@ -1,14 +1,11 @@
 package spillway
 
-import java.nio.file.{Files, Path}
 import java.util.Arrays
 
 import scala.util.Random
 
-import org.apache.spark.{SparkEnv, SparkException, TaskContext}
+import org.apache.spark.{SparkException, TaskContext}
 import org.apache.spark.spillway.{MemoryHog, SpillwayConf}
-import org.apache.spark.sql.SparkSession
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 import spillway.NativeSort._
@@ -33,45 +30,14 @@ final case class SortObservation(
  * making it spill, the plan's limit. Every check runs before spark.stop(), which deletes the
  * blockmgr dirs.
  */
-class NativeSortSuite extends AnyFunSuite with BeforeAndAfterAll {
+class NativeSortSuite extends AnyFunSuite with LocalSpark {
   import NativeSortSuite._
 
   private val BudgetKey = SpillwayConf.SortMemoryBudgetKey
   private val LimitKey = SpillwayConf.MaxTempDirectorySizeKey
 
-  private var base: Path = _
-  private var spark: SparkSession = _
-  private var roots: Seq[String] = _ // parents of the blockmgr dirs: where anything of ours could appear
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    base = Files.createTempDirectory("spillway-sort-")
-    // One local dir: a plan spills every run into one root, so "exactly one plan dir" is checkable.
-    val local = Files.createDirectory(base.resolve("local")).toString
-    spark = SparkSession
-      .builder()
-      .master("local[2]")
-      .appName(getClass.getSimpleName)
-      .config("spark.local.dir", local)
-      .config("spark.ui.enabled", "false")
-      .getOrCreate()
-    roots = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq.map(TestFiles.parentOf).distinct
-  }
-
-  override def afterAll(): Unit =
-    try if (spark != null) spark.stop()
-    finally {
-      if (base != null) TestFiles.deleteRecursively(base)
-      super.afterAll()
-    }
-
-  private def sc = spark.sparkContext
-
-  private def withLocalProperties[T](props: (String, String)*)(body: => T): T = {
-    props.foreach { case (k, v) => sc.setLocalProperty(k, v) }
-    try body
-    finally props.foreach { case (k, _) => sc.setLocalProperty(k, null) }
-  }
+  // One local dir: a plan spills every run into one root, so "exactly one plan dir" is checkable.
+  override protected def localDirNames: Seq[String] = Seq("local")
 
   private def assertNothingLeft(): Unit = {
     assert(TestFiles.spillDirsUnder(roots).isEmpty)

@@ -5,8 +5,6 @@ import java.nio.{ByteBuffer, ByteOrder}
 import java.nio.file.{Files, Path, Paths}
 
 import org.apache.spark.spillway.SpillwayConf
-import org.apache.spark.sql.SparkSession
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -15,29 +13,9 @@ import org.scalatest.funsuite.AnyFunSuite
  * sorted by NativeSort in a real Spark task, with a budget that spills and one that does not, and
  * the result, encoded, must equal the .out file byte for byte.
  */
-class SharedVectorsSuite extends AnyFunSuite with BeforeAndAfterAll {
+class SharedVectorsSuite extends AnyFunSuite with LocalSpark {
   private val vectors: Path = Paths.get(sys.props("user.dir"), "testdata", "sort")
-  private var base: Path = _
-  private var spark: SparkSession = _
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    base = Files.createTempDirectory("spillway-vectors-")
-    spark = SparkSession
-      .builder()
-      .master("local[1]")
-      .appName(getClass.getSimpleName)
-      .config("spark.local.dir", Files.createDirectory(base.resolve("local")).toString)
-      .config("spark.ui.enabled", "false")
-      .getOrCreate()
-  }
-
-  override def afterAll(): Unit =
-    try if (spark != null) spark.stop()
-    finally {
-      if (base != null) TestFiles.deleteRecursively(base)
-      super.afterAll()
-    }
+  override protected def master: String = "local[1]"
 
   test("the vectors are there") {
     assert(Files.isDirectory(vectors), s"$vectors is missing: tests run from the repository root")
@@ -51,11 +29,9 @@ class SharedVectorsSuite extends AnyFunSuite with BeforeAndAfterAll {
       val records = SharedVectorsSuite.decode(input)
       assert(SharedVectorsSuite.encode(records).sameElements(input), "the test's own codec round-trips")
 
-      val sc = spark.sparkContext
-      sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, budget)
-      val sorted =
-        try sc.parallelize(records, 1).mapPartitions(NativeSort.sort).collect().toSeq
-        finally sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, null)
+      val sorted = withLocalProperty(SpillwayConf.SortMemoryBudgetKey, budget) {
+        sc.parallelize(records, 1).mapPartitions(NativeSort.sort).collect().toSeq
+      }
       val got = SharedVectorsSuite.encode(sorted)
       assert(got.sameElements(want), s"$name sorted by the JVM side differs from $name.out")
     }

@@ -1,7 +1,6 @@
 package spillway
 
 import java.nio.ByteBuffer
-import java.nio.file.{Files, Path}
 
 import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
@@ -9,8 +8,6 @@ import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkEnv, SparkException, TaskContext}
 import org.apache.spark.spillway.SpillwayConf
-import org.apache.spark.sql.SparkSession
-import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task saw of its plan and the local dirs. */
@@ -34,46 +31,13 @@ final case class ConcurrentObservation(
  * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): issue 3,
  * item 6 (a)-(f) and the conf. Every check runs before spark.stop(), which deletes the blockmgr dirs.
  */
-class TaskSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
+class TaskSpillSuite extends AnyFunSuite with LocalSpark {
   private val Key = SpillwayConf.MaxTempDirectorySizeKey
   private val MiB = 1024 * 1024
 
-  private var base: Path = _
-  private var spark: SparkSession = _
-  private var localDirs: Seq[String] = _ // the blockmgr-* dirs, read back from Spark
-  private var roots: Seq[String] = _ // their parents: where anything of ours could appear
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    base = Files.createTempDirectory("spillway-spark-")
-    val configured = Seq("local-a", "local-b").map(n => Files.createDirectory(base.resolve(n)).toString)
-    spark = SparkSession
-      .builder()
-      .master("local[2]")
-      .appName(getClass.getSimpleName)
-      .config("spark.local.dir", configured.mkString(","))
-      .config("spark.ui.enabled", "false")
-      .config(Key, "256m") // the Spark conf value; tests override it per job or session
-      .getOrCreate()
-    localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
-    roots = localDirs.map(TestFiles.parentOf).distinct
-  }
-
-  override def afterAll(): Unit =
-    try if (spark != null) spark.stop()
-    finally {
-      if (base != null) TestFiles.deleteRecursively(base)
-      super.afterAll()
-    }
-
-  private def sc = spark.sparkContext
-
-  /** Runs `body` with the job-level local property `key` set (what SQL actions do with session confs). */
-  private def withLocalProperty[T](key: String, value: String)(body: => T): T = {
-    sc.setLocalProperty(key, value)
-    try body
-    finally sc.setLocalProperty(key, null)
-  }
+  override protected def localDirNames: Seq[String] = Seq("local-a", "local-b")
+  // The Spark conf value; tests override it per job or session.
+  override protected def sparkConf: Map[String, String] = Map(Key -> "256m")
 
   private def assertNothingLeft(): Unit = {
     assert(TestFiles.spillDirsUnder(roots).isEmpty)
