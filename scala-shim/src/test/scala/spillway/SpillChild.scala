@@ -31,14 +31,17 @@ object SpillChild {
 
   private def hold(dir: String): Unit = {
     val plan = NativeSpill.createPlan(Array(dir), 1L << 30)
+    // The first file is kept for the plan's life, so a kill at any instant leaves a spill file,
+    // even between the writer's release of one rotating file and the creation of the next.
     val first = NativeSpill.createTmpFile(plan)
-    val firstPath = NativeSpill.path(first) // before the writer starts: it releases files as it goes
+    val firstPath = NativeSpill.path(first)
+    NativeSpill.write(first, ByteBuffer.allocateDirect(4096), 0, 4096)
     val planDir = new java.io.File(firstPath).getParent
     val stop = new AtomicBoolean(false)
     val writes = new AtomicLong
     val writer = new Thread(() => {
       val chunk = ByteBuffer.allocateDirect(64 * 1024)
-      var file = first
+      var file = NativeSpill.createTmpFile(plan)
       var size = 0L
       try {
         while (!stop.get) {
