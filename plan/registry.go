@@ -6,6 +6,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime/metrics"
 	"sync"
@@ -192,6 +193,16 @@ func (r *Registry) Write(fh uint64, p []byte) error {
 	}
 	_, err = f.Write(p)
 	return err
+}
+
+// WriteFrom appends exactly n bytes read from r to a spill file, whole or not at all, copying
+// through a bounded buffer; see spill.File.WriteFrom.
+func (r *Registry) WriteFrom(fh uint64, src io.Reader, n int64) error {
+	f, err := r.file(fh)
+	if err != nil {
+		return err
+	}
+	return f.WriteFrom(src, n)
 }
 
 // ReleaseTmpFile deletes a spill file and gives its bytes back to its plan.

@@ -10,6 +10,7 @@ package spill
 import (
 	crand "crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	mrand "math/rand/v2"
@@ -373,10 +374,11 @@ type File struct {
 	name string
 	path string
 
-	mu   sync.Mutex
-	h    Handle // nil once released
-	size int64  // bytes written and counted against the limit
-	gone bool   // deleted from disk, its bytes given back
+	mu     sync.Mutex
+	h      Handle // nil once released
+	size   int64  // bytes written and counted against the limit
+	broken error  // non-nil once a failed write's tail could not be truncated: no more writes
+	gone   bool   // deleted from disk, its bytes given back
 }
 
 // Path is the file's absolute path.
@@ -391,33 +393,77 @@ func (f *File) Size() int64 {
 
 // Write appends p whole or not at all. Its bytes are reserved against the manager's limit before
 // the write; if the limit would be passed it fails with a *LimitError and writes nothing. If the
-// write itself fails, the partial tail is truncated away and every unwritten byte is given back,
-// so usage never drifts (if even the truncate fails, the bytes left on disk stay counted).
+// write itself fails, the file is truncated back to its size before the write, whatever the OS
+// reported (a failed pwrite may have put part of p on disk and still report nothing written), and
+// every byte is given back, so usage never drifts and a reader never sees a failed write's tail.
 func (f *File) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.h == nil {
-		return 0, ErrFileReleased
-	}
-	n := int64(len(p))
-	if n == 0 {
-		return 0, nil
-	}
-	if err := f.m.reserve(n); err != nil {
+	err := f.appendBytes(int64(len(p)), func(off int64) error {
+		_, err := f.h.WriteAt(p, off)
+		return err
+	})
+	if err != nil {
 		return 0, err
 	}
-	w, err := f.h.WriteAt(p, f.size)
-	if err != nil {
-		if w > 0 && f.h.Truncate(f.size) == nil {
-			w = 0
+	return len(p), nil
+}
+
+// copyChunk bounds the buffer WriteFrom copies through.
+const copyChunk = 1 << 20
+
+// WriteFrom appends exactly n bytes read from r, whole or not at all, as Write does: n is
+// reserved against the limits first, then the bytes are copied through a buffer of at most 1 MiB,
+// so a write of any size allocates a bounded amount. If r or the file fails, or r ends early, the
+// file is truncated back to its size before the call and n is given back.
+func (f *File) WriteFrom(r io.Reader, n int64) error {
+	return f.appendBytes(n, func(off int64) error {
+		buf := make([]byte, min(n, copyChunk))
+		for left := n; left > 0; {
+			chunk := buf[:min(left, int64(len(buf)))]
+			if _, err := io.ReadFull(r, chunk); err != nil {
+				return fmt.Errorf("spill: reading the bytes to write to %s: %w", f.path, err)
+			}
+			if _, err := f.h.WriteAt(chunk, off); err != nil {
+				return err
+			}
+			off += int64(len(chunk))
+			left -= int64(len(chunk))
 		}
-		f.m.unreserve(n - int64(w))
-		f.size += int64(w)
-		return 0, f.m.fsError(err)
+		return nil
+	})
+}
+
+// appendBytes reserves n bytes, lets write put them at the end of the file, and on failure
+// truncates the file back and gives them back.
+func (f *File) appendBytes(n int64, write func(off int64) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case f.h == nil:
+		return ErrFileReleased
+	case f.broken != nil:
+		return f.broken
+	case n < 0:
+		return &ConfigError{Reason: "a write of " + formatBytes(n) + "; give 0 or more bytes"}
+	case n == 0:
+		return nil
+	}
+	if err := f.m.reserve(n); err != nil {
+		return err
+	}
+	if err := write(f.size); err != nil {
+		if terr := f.h.Truncate(f.size); terr != nil {
+			// The tail stays on disk, so it stays counted, and the file takes no more writes: no
+			// acknowledged byte is ever written after bytes nobody acknowledged.
+			f.broken = fmt.Errorf("spill: %s holds the tail of a failed write (%v) that could not be truncated (%v); release it", f.path, err, terr)
+			f.size += n
+			return f.m.fsError(errors.Join(err, terr))
+		}
+		f.m.unreserve(n)
+		return f.m.fsError(err)
 	}
 	f.size += n
 	f.m.stats().BytesWritten.Add(n)
-	return len(p), nil
+	return nil
 }
 
 // ReadAt reads from the file as io.ReaderAt does.
