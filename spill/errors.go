@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 )
 
 var (
@@ -75,6 +76,32 @@ func (e *NoUsableRootError) Unwrap() []error {
 		errs[i] = f.Err
 	}
 	return errs
+}
+
+// DescriptorLimitError is a spill file that could not be created because the process, or the
+// whole system, ran out of file descriptors (EMFILE, ENFILE). No local dir is to blame, so none
+// was given up: once descriptors are freed, CreateFile works again.
+type DescriptorLimitError struct {
+	Err error // the failed call, naming its path
+}
+
+func (e *DescriptorLimitError) Error() string {
+	return "spill: out of file descriptors: " + e.Err.Error() +
+		" (no local dir was given up; close files, or raise the open-file limit: ulimit -n, LimitNOFILE, fs.file-max)"
+}
+
+func (e *DescriptorLimitError) Unwrap() error { return e.Err }
+
+func outOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// RootFull reports whether err says that the filesystem under a local dir can take no more data:
+// it is full (ENOSPC), over quota (EDQUOT) or read-only (EROFS). A manager whose write fails so
+// takes that dir out of its rotation: new files go to its other dirs. A caller holding the data
+// may write it again into a new file (as the external sort does).
+func RootFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 // formatBytes renders n exactly in bytes, with a binary-unit figure for people.

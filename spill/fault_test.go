@@ -1,4 +1,4 @@
-package spill
+package spill_test
 
 import (
 	"errors"
@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/errorfs"
 )
 
 var (
@@ -25,7 +28,7 @@ var (
 
 // faultCounts tallies what TestRandomFaults injected, for RELIABILITY.md.
 type faultCounts struct {
-	injected     [4][3]atomic.Int64 // by Op, by errno index
+	injected     [errorfs.NumOps][3]atomic.Int64 // by Op, by errno index
 	dirsRemoved  int
 	allRootsDown int
 	lifecycles   int
@@ -73,7 +76,9 @@ func TestRandomFaults(t *testing.T) {
 		for e := range counts.injected[op] {
 			n := counts.injected[op][e].Load()
 			total += n
-			t.Logf("injected %-6s %-6s %6d", Op(op), faultErrnos[e].Error(), n)
+			if n > 0 {
+				t.Logf("injected %-10s %-6s %6d", errorfs.Op(op), faultErrnos[e].Error(), n)
+			}
 		}
 	}
 	t.Logf("%d lifecycles, %d faults injected, %d plan dirs removed mid-plan, %d all-roots-down phases, %d leftovers named by Close and swept",
@@ -89,10 +94,10 @@ type lifecycle struct {
 
 	faultRate float64 // chance that an operation fails
 	allDown   bool    // every operation fails
-	model     map[*File]int64
-	live      []*File        // the model's files in creation order, so that picks replay from the seed
-	closed    map[*File]bool // files whose Release failed: still on disk, no longer writable
-	errs      []error        // errors that may name leftovers
+	model     map[*spill.File]int64
+	live      []*spill.File        // the model's files in creation order, so that picks replay from the seed
+	closed    map[*spill.File]bool // files whose Release failed: still on disk, no longer writable
+	errs      []error              // errors that may name leftovers
 }
 
 func (lc *lifecycle) failf(format string, args ...any) {
@@ -100,7 +105,16 @@ func (lc *lifecycle) failf(format string, args ...any) {
 	lc.t.Fatalf("lifecycle %d (seed %d): %s", lc.id, lc.seed, fmt.Sprintf(format, args...))
 }
 
-func (lc *lifecycle) inject(op Op, path string) syscall.Errno {
+// faultOps are the calls TestRandomFaults fails: those that make, write and remove. A stat or a
+// lock probe is left alone: ENOENT from them would claim that an existing name is gone, which the
+// OS never does.
+var faultOps = errorfs.OnOp(errorfs.OpOpenRoot, errorfs.OpMkdir, errorfs.OpOpenDir, errorfs.OpCreateLock,
+	errorfs.OpCreate, errorfs.OpWrite, errorfs.OpRemove, errorfs.OpRemoveDir)
+
+func (lc *lifecycle) inject(op errorfs.Op, path string) syscall.Errno {
+	if !faultOps(op, path) {
+		return 0
+	}
 	if !lc.allDown && lc.rng.Float64() >= lc.faultRate {
 		return 0
 	}
@@ -115,12 +129,12 @@ func (lc *lifecycle) inject(op Op, path string) syscall.Errno {
 func (lc *lifecycle) run(dirs []string) {
 	rng := lc.rng
 	lc.faultRate = []float64{0, 0.05, 0.2, 0.5}[rng.IntN(4)]
-	lc.model = map[*File]int64{}
-	lc.closed = map[*File]bool{}
-	roots, err := NewRoots(dirs)
+	lc.model = map[*spill.File]int64{}
+	lc.closed = map[*spill.File]bool{}
+	roots, err := spill.NewRoots(dirs)
 	require.NoError(lc.t, err)
 	limit := int64(rng.IntN(64 << 10))
-	m, err := New(Config{Roots: roots, Limit: limit, FS: &FaultFS{FS: OSFS{}, Inject: lc.inject}})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, FS: errorfs.Wrap(spill.OSFS{}, lc.inject)})
 	require.NoError(lc.t, err)
 
 	for range rng.IntN(12) {
@@ -146,7 +160,7 @@ func (lc *lifecycle) run(dirs []string) {
 			}
 			n, err := f.Write(make([]byte, rng.IntN(16<<10)))
 			if lc.closed[f] {
-				if !errors.Is(err, ErrFileReleased) {
+				if !errors.Is(err, spill.ErrFileReleased) {
 					lc.failf("a write after a failed Release returned %v, not ErrFileReleased", err)
 				}
 				continue
@@ -171,7 +185,7 @@ func (lc *lifecycle) run(dirs []string) {
 				continue
 			}
 			delete(lc.model, f)
-			lc.live = slices.DeleteFunc(lc.live, func(g *File) bool { return g == f })
+			lc.live = slices.DeleteFunc(lc.live, func(g *spill.File) bool { return g == f })
 		default:
 			if f := lc.pick(); f != nil {
 				lc.counts.dirsRemoved++
@@ -190,7 +204,7 @@ func (lc *lifecycle) run(dirs []string) {
 }
 
 // pick returns a random live file of the model, or nil.
-func (lc *lifecycle) pick() *File {
+func (lc *lifecycle) pick() *spill.File {
 	if len(lc.live) == 0 {
 		return nil
 	}
@@ -199,7 +213,7 @@ func (lc *lifecycle) pick() *File {
 
 // checkUsage compares the manager's usage with the model: every live file's written bytes, plus
 // those of files whose delete failed or was never asked for, are on disk and counted.
-func (lc *lifecycle) checkUsage(m *Manager) {
+func (lc *lifecycle) checkUsage(m *spill.Manager) {
 	var want int64
 	for _, size := range lc.model {
 		want += size
@@ -210,7 +224,7 @@ func (lc *lifecycle) checkUsage(m *Manager) {
 }
 
 func (lc *lifecycle) checkCreateError(err error, dirs []string) {
-	var noRoot *NoUsableRootError
+	var noRoot *spill.NoUsableRootError
 	if !errors.As(err, &noRoot) {
 		lc.failf("CreateFile failed with %T %v, not a *NoUsableRootError", err, err)
 	}
@@ -224,7 +238,7 @@ func (lc *lifecycle) checkCreateError(err error, dirs []string) {
 
 // checkError checks that err is typed and names a path under (or at) want.
 func (lc *lifecycle) checkError(err error, want string) {
-	var limitErr *LimitError
+	var limitErr *spill.LimitError
 	if errors.As(err, &limitErr) {
 		return
 	}
@@ -255,7 +269,7 @@ func (lc *lifecycle) checkJoined(err error) {
 func (lc *lifecycle) sweepLeftovers(dirs []string, closeErr error) {
 	var left []string
 	for _, d := range dirs {
-		for _, pattern := range []string{DirPrefix + "*", "." + DirPrefix + "*"} { // dirs, lock files
+		for _, pattern := range []string{spill.DirPrefix + "*", "." + spill.DirPrefix + "*"} { // dirs, lock files
 			found, err := filepath.Glob(filepath.Join(d, pattern))
 			require.NoError(lc.t, err)
 			left = append(left, found...)
@@ -267,7 +281,7 @@ func (lc *lifecycle) sweepLeftovers(dirs []string, closeErr error) {
 	named := fmt.Sprint(lc.errs)
 	for _, d := range left {
 		// A lock file is named by its plan dir.
-		planDir := filepath.Join(filepath.Dir(d), strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "."), ownerLockSuffix))
+		planDir := filepath.Join(filepath.Dir(d), strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "."), spill.OwnerLockSuffix))
 		if !strings.Contains(named, d) && !strings.Contains(named, planDir) {
 			var listing []string
 			_ = filepath.WalkDir(filepath.Dir(d), func(p string, _ fs.DirEntry, _ error) error { listing = append(listing, p); return nil })
@@ -276,7 +290,7 @@ func (lc *lifecycle) sweepLeftovers(dirs []string, closeErr error) {
 	}
 	lc.counts.leftovers += len(left)
 	for _, d := range dirs {
-		removed, err := SweepOrphans(d)
+		removed, err := spill.SweepOrphans(d)
 		require.NoError(lc.t, err)
 		for _, r := range removed {
 			if !strings.HasPrefix(r, d) {

@@ -90,7 +90,7 @@ type spillState struct {
 	failed  []error            // per root: why it was given up for this manager, nil while usable
 	made    []*planDir         // every plan dir created, healed ones included, removed at Close
 	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
-	strays  []string           // lock files of dirs never made, whose removal failed
+	strays  []*planDir         // dirs never made, whose lock file could not be removed
 }
 
 // planDir is a plan dir, held open so that its files are made and removed through it, and its
@@ -98,10 +98,13 @@ type spillState struct {
 // SweepOrphans) removes the dir only once the lock is free, that is once this process has died
 // without closing the manager.
 type planDir struct {
-	path     string
-	dir      Dir // nil if it could not be opened
-	lockPath string
-	lock     io.Closer
+	rootIndex int
+	root      Dir // the root, opened when the dir was made: everything below is done through it
+	name      string
+	path      string
+	dir       Dir // nil if it could not be opened
+	lockName  string
+	lock      Lock // nil once closed
 }
 
 // New returns a manager that has created nothing. It makes no filesystem call.
@@ -144,9 +147,11 @@ func (m *Manager) Used() int64 { return m.used.Load() }
 // dir first if this is the first file under its root. Roots are taken round-robin from a random
 // start per manager: this spreads one plan's files, and concurrent plans, over the disks without
 // asking the filesystem anything (free-space checks would cost a statfs per file and still race
-// with other writers). A root that fails is given up for this manager and the next one is tried;
-// the error is a *NoUsableRootError only when every root has failed. If the plan dir was removed
-// behind the manager's back, a new one is made.
+// with other writers). A root that fails is given up for this manager and the next one is tried,
+// as is a root where a write found no space (see RootFull); the error is a *NoUsableRootError
+// only when every root has failed. Running out of file descriptors gives up no root: the error is
+// then a *DescriptorLimitError, and a later call may succeed. If the plan dir was removed behind
+// the manager's back, a new one is made.
 func (m *Manager) CreateFile() (*File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -162,6 +167,11 @@ func (m *Manager) CreateFile() (*File, error) {
 		}
 		f, err := m.createIn(s, r)
 		if err != nil {
+			if outOfDescriptors(err) {
+				// The process, or the system, is out of descriptors: no root is to blame, and
+				// giving them up would fail this plan for good over a passing shortage.
+				return nil, &DescriptorLimitError{Err: m.fsError(err)}
+			}
 			s.failed[r] = m.fsError(err)
 			continue
 		}
@@ -213,27 +223,35 @@ func (m *Manager) createIn(s *spillState, r int) (*File, error) {
 }
 
 // makeDir makes root r's plan dir, its owner lock first: a plan dir never exists unowned, so a
-// sweep can leave alone every dir without a lock file.
+// sweep can leave alone every dir without a lock file. The root is opened here, following a
+// symlink if it is one, and held with the dir: retargeting the root's symlink later changes
+// nothing for this dir.
 func (m *Manager) makeDir(s *spillState, r int) error {
-	name := DirPrefix + crand.Text()
-	root := m.roots.Path(r)
-	lockPath := filepath.Join(root, ownerLockName(name))
-	lock, err := m.fs.CreateLock(lockPath, fileMode)
+	root, err := m.fs.OpenRoot(m.roots.Path(r))
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(root, name)
-	if err := m.fs.Mkdir(path, dirMode); err != nil {
-		if ignoreNotExist(m.fs.Remove(lockPath)) != nil {
-			s.strays = append(s.strays, lockPath) // Close tries again
+	name := DirPrefix + crand.Text()
+	lockName := ownerLockName(name)
+	lock, err := root.CreateLock(lockName, fileMode)
+	if err != nil {
+		_ = root.Close()
+		return err
+	}
+	d := &planDir{rootIndex: r, root: root, name: name, path: filepath.Join(root.Path(), name), lockName: lockName, lock: lock}
+	if err := root.Mkdir(name, dirMode); err != nil {
+		if ignoreNotExist(root.Remove(lockName)) != nil {
+			s.strays = append(s.strays, d) // Close tries again
+		} else {
+			_ = root.Close()
 		}
 		_ = lock.Close()
+		d.lock = nil
 		return err
 	}
 	m.stats().DirsCreated.Add(1)
-	d := &planDir{path: path, lockPath: lockPath, lock: lock}
 	s.made = append(s.made, d) // Close removes it, opened or not
-	if d.dir, err = m.fs.OpenDir(path); err != nil {
+	if d.dir, err = root.OpenDir(name); err != nil {
 		return err
 	}
 	s.current[r] = d
@@ -247,6 +265,16 @@ func (m *Manager) createFileIn(d *planDir) (*File, error) {
 		return nil, err
 	}
 	return &File{m: m, dir: d, name: name, path: filepath.Join(d.path, name), h: h}, nil
+}
+
+// giveUpRoot takes root r out of the rotation for new files, because a write there showed it
+// can take no more (see RootFull). Files already there stay readable and writable.
+func (m *Manager) giveUpRoot(r int, err error) {
+	m.mu.Lock()
+	if m.state != nil && m.state.failed[r] == nil {
+		m.state.failed[r] = err
+	}
+	m.mu.Unlock()
 }
 
 // reserve takes n bytes of the manager's limit and of the shared budget, or refuses with a
@@ -342,29 +370,98 @@ func (m *Manager) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, path := range s.strays {
-		if err := ignoreNotExist(m.fs.Remove(path)); err != nil {
+	for _, d := range s.strays {
+		if err := ignoreNotExist(d.root.Remove(d.lockName)); err != nil {
 			errs = append(errs, m.fsError(err))
 		}
+		_ = d.root.Close()
 	}
 	for i := len(s.made) - 1; i >= 0; i-- {
-		d := s.made[i]
-		if d.dir != nil {
-			_ = d.dir.Close()
-		}
-		// The lock file goes last, and only once the dir is gone: a dir left behind stays owned,
-		// and the next sweep removes it once this process is gone or the lock is closed.
-		err := ignoreNotExist(m.fs.RemoveDir(d.path))
-		if err == nil {
-			err = ignoreNotExist(m.fs.Remove(d.lockPath))
-		}
-		_ = d.lock.Close()
-		if err != nil {
-			errs = append(errs, m.fsError(err))
+		if err := m.removePlanDir(s.made[i]); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// ErrPlanDirMoved is reported, for a plan dir's path, by a Close that found something else at
+// that path while the dir the plan made still exists elsewhere (someone renamed it away, and
+// perhaps put a symlink in its place). Close empties that dir through its descriptor but cannot
+// remove it without its name, and leaves whatever is at the path alone.
+var ErrPlanDirMoved = errors.New("the plan dir was moved away or replaced; the dir the plan made was emptied but is left wherever it was moved to, and what is now at this path was not touched")
+
+// removePlanDir removes d, once its files are gone, if the entry at its name in the root it was
+// made in is still that very dir, and then its lock file. The dir and the lock are compared by
+// inode with the descriptors the plan holds: a symlink or another dir swapped in under the name is
+// never removed nor followed. Everything d holds open is closed.
+func (m *Manager) removePlanDir(d *planDir) error {
+	defer func() {
+		if d.dir != nil {
+			_ = d.dir.Close()
+		}
+		if d.lock != nil {
+			_ = d.lock.Close()
+		}
+		_ = d.root.Close()
+	}()
+	if d.dir == nil {
+		// Never opened, so never written to: rmdir, which removes only an empty directory and
+		// never a symlink, is all there is to do.
+		err := ignoreNotExist(d.root.RemoveDir(d.name))
+		if err != nil {
+			return m.fsError(err) // the dir stays owned by its lock file, for a sweep
+		}
+		return m.removeLock(d)
+	}
+	ours, err := d.dir.Stat()
+	if err != nil {
+		return m.fsError(err)
+	}
+	there, err := d.root.StatAt(d.name)
+	switch {
+	case err == nil && there.SameFile(ours):
+		if err := ignoreNotExist(d.root.RemoveDir(d.name)); err != nil {
+			// Something the plan did not create is inside (it stays, as does the lock file, so
+			// a sweep removes the dir once the lock is free), or the disk failed.
+			return m.fsError(err)
+		}
+		return m.removeLock(d)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return m.fsError(err) // cannot tell what is there: touch nothing, keep the dir owned
+	}
+	// Something else is at the name, or nothing. The lock guards the dir at that name, which
+	// is not ours: it goes.
+	lockErr := m.removeLock(d)
+	if ours.Nlink == 0 {
+		return lockErr // deleted behind our back (a tmp cleaner): nothing of ours is left
+	}
+	return errors.Join(&fs.PathError{Op: "rmdir", Path: d.path, Err: ErrPlanDirMoved}, lockErr)
+}
+
+// removeLock removes d's lock file if the entry at its name is still the file the plan locked.
+func (m *Manager) removeLock(d *planDir) error {
+	ours, err := d.lock.Stat()
+	if err != nil {
+		return m.fsError(err)
+	}
+	there, err := d.root.StatAt(d.lockName)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return m.fsError(err)
+	case !there.SameFile(ours):
+		return &fs.PathError{Op: "remove", Path: filepath.Join(d.root.Path(), d.lockName), Err: ErrLockReplaced}
+	}
+	if err := ignoreNotExist(d.root.Remove(d.lockName)); err != nil {
+		return m.fsError(err)
+	}
+	return nil
+}
+
+// ErrLockReplaced is reported, for a lock file's path, by a Close that found another file there
+// than the one its plan created and locked; that file is left alone.
+var ErrLockReplaced = errors.New("the plan's owner lock file was replaced by another file, which was left alone")
 
 // File is one spill file. Writes append. It is safe for concurrent use, though a spill file is
 // normally written by one goroutine and then read back.
@@ -451,6 +548,9 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 		return err
 	}
 	if err := write(f.size); err != nil {
+		if RootFull(err) {
+			f.m.giveUpRoot(f.dir.rootIndex, err)
+		}
 		if terr := f.h.Truncate(f.size); terr != nil {
 			// The tail stays on disk, so it stays counted, and the file takes no more writes: no
 			// acknowledged byte is ever written after bytes nobody acknowledged.

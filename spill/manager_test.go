@@ -1,4 +1,4 @@
-package spill
+package spill_test
 
 import (
 	"errors"
@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/errorfs"
 )
 
 // tree lists every path below the roots with its mode, to compare a filesystem before and after.
@@ -38,7 +42,7 @@ func tree(t *testing.T, roots ...string) map[string]fs.FileMode {
 // planDirs lists the plan dirs directly inside root.
 func planDirs(t *testing.T, root string) []string {
 	t.Helper()
-	matches, err := filepath.Glob(filepath.Join(root, DirPrefix+"*"))
+	matches, err := filepath.Glob(filepath.Join(root, spill.DirPrefix+"*"))
 	require.NoError(t, err)
 	return matches
 }
@@ -51,27 +55,26 @@ func tempRoots(t *testing.T, n int) []string {
 	return dirs
 }
 
-func newManager(t *testing.T, dirs []string, limit int64, fsys FS) *Manager {
+func newManager(t *testing.T, dirs []string, limit int64, fsys spill.FS) *spill.Manager {
 	t.Helper()
-	roots, err := NewRoots(dirs)
+	roots, err := spill.NewRoots(dirs)
 	require.NoError(t, err)
-	m, err := New(Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 
 // recordingFS counts the operations that reach the filesystem.
-func recordingFS(ops *[]string, mu *sync.Mutex) *FaultFS {
-	return &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
+func recordingFS(ops *[]string, mu *sync.Mutex) *errorfs.FS {
+	return errorfs.Wrap(spill.OSFS{}, errorfs.Log(func(op errorfs.Op, path string) {
 		mu.Lock()
 		*ops = append(*ops, op.String()+" "+path)
 		mu.Unlock()
-		return 0
-	}}
+	}))
 }
 
-func write(t *testing.T, f *File, n int) {
+func write(t *testing.T, f *spill.File, n int) {
 	t.Helper()
 	w, err := f.Write(make([]byte, n))
 	require.NoError(t, err)
@@ -153,9 +156,9 @@ func TestPlansHaveSeparateDirsAndSeparateLimits(t *testing.T) {
 	write(t, fa, 8)
 	write(t, fb, 8)
 	_, err = fa.Write(make([]byte, 8))
-	var limitErr *LimitError
+	var limitErr *spill.LimitError
 	require.ErrorAs(t, err, &limitErr)
-	assert.Equal(t, LimitError{Limit: 10, Used: 8, Request: 8, Setting: "test.limit"}, *limitErr)
+	assert.Equal(t, spill.LimitError{Limit: 10, Used: 8, Request: 8, Setting: "test.limit"}, *limitErr)
 	assert.Contains(t, err.Error(), "test.limit")
 	assert.Equal(t, int64(8), a.Used())
 
@@ -173,7 +176,7 @@ func TestWriteOverLimitWritesNothing(t *testing.T) {
 	write(t, f, 60)
 	n, err := f.Write(make([]byte, 41))
 	assert.Zero(t, n)
-	var limitErr *LimitError
+	var limitErr *spill.LimitError
 	require.ErrorAs(t, err, &limitErr)
 	assert.Equal(t, int64(60), m.Used())
 	assertFileSize(t, f.Path(), 60)
@@ -192,19 +195,14 @@ func TestFailedWriteGivesBackEveryByte(t *testing.T) {
 	for _, errno := range []syscall.Errno{syscall.EIO, syscall.ENOSPC} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			dirs := tempRoots(t, 1)
-			var fail bool
-			fsys := &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
-				if op == OpWrite && fail {
-					return errno
-				}
-				return 0
-			}}
+			var fail atomic.Bool
+			fsys := errorfs.Wrap(spill.OSFS{}, errorfs.Errno(errno, errorfs.OnOp(errorfs.OpWrite), errorfs.While(&fail)))
 			m := newManager(t, dirs, 1000, fsys)
 			f, err := m.CreateFile()
 			require.NoError(t, err)
 			write(t, f, 100)
 
-			fail = true
+			fail.Store(true)
 			n, err := f.Write(make([]byte, 300))
 			assert.Zero(t, n)
 			require.ErrorIs(t, err, errno)
@@ -215,7 +213,7 @@ func TestFailedWriteGivesBackEveryByte(t *testing.T) {
 			assert.Equal(t, int64(100), f.Size())
 			assertFileSize(t, f.Path(), 100) // the half-written tail was truncated away
 
-			fail = false
+			fail.Store(false)
 			write(t, f, 900)
 			assert.Equal(t, int64(1000), m.Used())
 			assertFileSize(t, f.Path(), 1000)
@@ -226,7 +224,7 @@ func TestFailedWriteGivesBackEveryByte(t *testing.T) {
 func TestReleaseReturnsBytesAndDeletes(t *testing.T) {
 	dirs := tempRoots(t, 2)
 	m := newManager(t, dirs, 1<<20, nil)
-	var files []*File
+	var files []*spill.File
 	for i := range 5 {
 		f, err := m.CreateFile()
 		require.NoError(t, err)
@@ -239,9 +237,9 @@ func TestReleaseReturnsBytesAndDeletes(t *testing.T) {
 		require.NoError(t, f.Release())
 		_, err := os.Lstat(f.Path())
 		assert.ErrorIs(t, err, fs.ErrNotExist)
-		assert.ErrorIs(t, f.Release(), ErrFileReleased)
+		assert.ErrorIs(t, f.Release(), spill.ErrFileReleased)
 		_, err = f.Write([]byte{1})
-		assert.ErrorIs(t, err, ErrFileReleased)
+		assert.ErrorIs(t, err, spill.ErrFileReleased)
 	}
 	assert.Zero(t, m.Used())
 }
@@ -270,7 +268,7 @@ func TestCloseRemovesAllItCreatedAndNothingElse(t *testing.T) {
 	dirs := tempRoots(t, 3)
 	// Things that are not the plan's: a file and a dir in a root, and a dir named like a plan dir.
 	require.NoError(t, os.WriteFile(filepath.Join(dirs[0], "someone-elses"), []byte("keep"), 0o644))
-	require.NoError(t, os.Mkdir(filepath.Join(dirs[1], DirPrefix+"other"), 0o700))
+	require.NoError(t, os.Mkdir(filepath.Join(dirs[1], spill.DirPrefix+"other"), 0o700))
 	before := tree(t, dirs...)
 
 	m := newManager(t, dirs, 1<<20, nil)
@@ -290,7 +288,7 @@ func TestCloseRemovesAllItCreatedAndNothingElse(t *testing.T) {
 	require.NoError(t, m.Close(), "Close twice is harmless")
 
 	_, err = m.CreateFile()
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, spill.ErrClosed)
 }
 
 func TestCloseLeavesAForeignFileAndSaysSo(t *testing.T) {
@@ -327,18 +325,17 @@ func TestFailingRootsAreSkipped(t *testing.T) {
 
 func TestInjectedRootFaultsAreSkipped(t *testing.T) {
 	for _, tc := range []struct {
-		op    Op
+		op    errorfs.Op
 		errno syscall.Errno
-	}{{OpMkdir, syscall.EACCES}, {OpMkdir, syscall.ENOSPC}, {OpCreate, syscall.ENOSPC}, {OpCreate, syscall.EIO}} {
+	}{
+		{errorfs.OpOpenRoot, syscall.EACCES}, {errorfs.OpMkdir, syscall.EACCES}, {errorfs.OpMkdir, syscall.ENOSPC},
+		{errorfs.OpOpenDir, syscall.EIO}, {errorfs.OpCreateLock, syscall.ENOSPC}, {errorfs.OpCreate, syscall.ENOSPC},
+		{errorfs.OpCreate, syscall.EIO},
+	} {
 		t.Run(tc.op.String()+"-"+tc.errno.Error(), func(t *testing.T) {
 			dirs := tempRoots(t, 2)
 			bad := dirs[0]
-			fsys := &FaultFS{FS: OSFS{}, Inject: func(op Op, path string) syscall.Errno {
-				if op == tc.op && strings.HasPrefix(path, bad+"/") {
-					return tc.errno
-				}
-				return 0
-			}}
+			fsys := errorfs.Wrap(spill.OSFS{}, errorfs.Errno(tc.errno, errorfs.OnOp(tc.op), errorfs.Under(bad)))
 			m := newManager(t, dirs, 1<<20, fsys)
 			for range 3 {
 				f, err := m.CreateFile()
@@ -357,13 +354,13 @@ func TestEveryRootFailingNamesEachRootAndCause(t *testing.T) {
 	a, b := filepath.Join(base, "no-such-a"), filepath.Join(base, "no-such-b")
 	m := newManager(t, []string{a, b}, 1<<20, nil)
 	_, err := m.CreateFile()
-	var noRoot *NoUsableRootError
+	var noRoot *spill.NoUsableRootError
 	require.ErrorAs(t, err, &noRoot)
 	require.Len(t, noRoot.Failures, 2)
 	assert.Equal(t, a, noRoot.Failures[0].Root)
 	assert.Equal(t, b, noRoot.Failures[1].Root)
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	assert.Contains(t, err.Error(), a+": open "+a+"/."+DirPrefix)
+	assert.Contains(t, err.Error(), a+": open "+a+": no such file or directory")
 	assert.Contains(t, err.Error(), "no such file or directory")
 	assert.Contains(t, err.Error(), b)
 	assert.Zero(t, m.Used())
@@ -386,19 +383,19 @@ func TestBadConfiguration(t *testing.T) {
 		{"duplicate", []string{"/data/a", "/data/b", "/data/a/"}, `"/data/a" is given twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewRoots(tc.dirs)
-			var cfgErr *ConfigError
+			_, err := spill.NewRoots(tc.dirs)
+			var cfgErr *spill.ConfigError
 			require.ErrorAs(t, err, &cfgErr)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	roots, err := NewRoots([]string{"/tmp"})
+	roots, err := spill.NewRoots([]string{"/tmp"})
 	require.NoError(t, err)
-	_, err = New(Config{Roots: roots, Limit: -1})
-	var cfgErr *ConfigError
+	_, err = spill.New(spill.Config{Roots: roots, Limit: -1})
+	var cfgErr *spill.ConfigError
 	require.ErrorAs(t, err, &cfgErr)
 	assert.Contains(t, err.Error(), "negative")
-	_, err = New(Config{Limit: 1})
+	_, err = spill.New(spill.Config{Limit: 1})
 	require.ErrorAs(t, err, &cfgErr)
 }
 
@@ -407,7 +404,7 @@ func TestZeroLimitRefusesEveryByte(t *testing.T) {
 	f, err := m.CreateFile()
 	require.NoError(t, err)
 	_, err = f.Write([]byte{1})
-	var limitErr *LimitError
+	var limitErr *spill.LimitError
 	require.ErrorAs(t, err, &limitErr)
 	n, err := f.Write(nil)
 	assert.NoError(t, err)
@@ -423,24 +420,36 @@ func TestCreateExclusiveNeverFollowsASymlink(t *testing.T) {
 	dangling := filepath.Join(dir, "dangling")
 	require.NoError(t, os.Symlink(filepath.Join(dir, "nowhere"), dangling))
 
-	d, err := OSFS{}.OpenDir(dir)
+	d, err := spill.OSFS{}.OpenRoot(dir)
 	require.NoError(t, err)
 	defer d.Close()
-	_, err = d.CreateExclusive("link", fileMode)
+	_, err = d.CreateExclusive("link", spill.FileMode)
 	assert.ErrorIs(t, err, fs.ErrExist)
-	_, err = d.CreateExclusive("dangling", fileMode)
+	_, err = d.CreateExclusive("dangling", spill.FileMode)
 	assert.ErrorIs(t, err, fs.ErrExist)
 	assert.NoFileExists(t, filepath.Join(dir, "nowhere"))
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "precious", string(got))
-	assert.ErrorIs(t, OSFS{}.Mkdir(link, dirMode), fs.ErrExist)
-	_, err = OSFS{}.CreateLock(link, fileMode)
+	assert.ErrorIs(t, d.Mkdir("link", spill.DirMode), fs.ErrExist)
+	_, err = d.CreateLock("link", spill.FileMode)
 	assert.ErrorIs(t, err, fs.ErrExist)
-	_, err = OSFS{}.OpenDir(link)
+	_, err = d.CreateLock("dangling", spill.FileMode)
+	assert.ErrorIs(t, err, fs.ErrExist)
+	_, err = d.OpenDir("link")
 	assert.Error(t, err, "a plan dir path that is a symlink is never opened")
-	assert.ErrorIs(t, OSFS{}.RemoveDir(link), syscall.ENOTDIR, "rmdir never removes a symlink")
+	assert.ErrorIs(t, d.RemoveDir("link"), syscall.ENOTDIR, "rmdir never removes a symlink")
+	id, err := d.StatAt("link")
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeSymlink, id.Type, "StatAt describes the link, not its target")
+	_, err = d.TryLock("link")
+	assert.ErrorIs(t, err, syscall.ELOOP, "a lock file that is a symlink is never opened")
+	for _, name := range []string{"", ".", "..", "a/b"} {
+		_, err = d.CreateExclusive(name, spill.FileMode)
+		assert.ErrorIs(t, err, syscall.EINVAL, "a name that is not one path element is refused: %q", name)
+	}
 	assert.FileExists(t, link)
+	assert.NoFileExists(t, filepath.Join(dir, "nowhere"))
 }
 
 // A plan dir renamed away and replaced by a symlink to another dir: the plan's next files still
@@ -476,7 +485,7 @@ func TestAPlanDirSwappedForASymlinkIsNotFollowed(t *testing.T) {
 // spill nor leaves a live plan dir without its lock file.
 func TestSweepsNeverRaceANewPlanDir(t *testing.T) {
 	root := t.TempDir()
-	roots, err := NewRoots([]string{root})
+	roots, err := spill.NewRoots([]string{root})
 	require.NoError(t, err)
 	stop := make(chan struct{})
 	swept := make(chan int)
@@ -489,18 +498,18 @@ func TestSweepsNeverRaceANewPlanDir(t *testing.T) {
 				return
 			default:
 			}
-			removed, err := SweepOrphans(root)
+			removed, err := spill.SweepOrphans(root)
 			assert.NoError(t, err)
 			assert.Empty(t, removed, "every plan dir here is live")
 			n++
 		}
 	}()
 	for range 2000 {
-		m, err := New(Config{Roots: roots, Limit: 1 << 20})
+		m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 20})
 		require.NoError(t, err)
 		f, err := m.CreateFile()
 		require.NoError(t, err)
-		assert.FileExists(t, filepath.Join(root, ownerLockName(filepath.Base(filepath.Dir(f.Path())))))
+		assert.FileExists(t, filepath.Join(root, spill.OwnerLockName(filepath.Base(filepath.Dir(f.Path())))))
 		require.NoError(t, m.Close())
 	}
 	close(stop)
@@ -539,7 +548,7 @@ func TestConcurrentWritersNeverPassTheLimit(t *testing.T) {
 				mu.Lock()
 				if err == nil {
 					written += chunk
-				} else if errors.As(err, new(*LimitError)) {
+				} else if errors.As(err, new(*spill.LimitError)) {
 					refused++
 				} else {
 					t.Errorf("unexpected error %v", err)
@@ -566,15 +575,15 @@ func TestCloseRacesWithWritesAndCreates(t *testing.T) {
 				for range 20 {
 					f, err := m.CreateFile()
 					if err != nil {
-						assert.ErrorIs(t, err, ErrClosed)
+						assert.ErrorIs(t, err, spill.ErrClosed)
 						return
 					}
 					if _, err := f.Write(make([]byte, 64)); err != nil {
-						assert.ErrorIs(t, err, ErrFileReleased)
+						assert.ErrorIs(t, err, spill.ErrFileReleased)
 						return
 					}
 					if err := f.Release(); err != nil {
-						assert.ErrorIs(t, err, ErrFileReleased)
+						assert.ErrorIs(t, err, spill.ErrFileReleased)
 					}
 				}
 			})
@@ -588,7 +597,7 @@ func TestCloseRacesWithWritesAndCreates(t *testing.T) {
 }
 
 func TestLimitErrorMessageIsReadable(t *testing.T) {
-	err := &LimitError{Limit: 100 << 30, Used: 100<<30 - 10, Request: 64 << 10, Setting: "spark.spillway.maxTempDirectorySize"}
+	err := &spill.LimitError{Limit: 100 << 30, Used: 100<<30 - 10, Request: 64 << 10, Setting: "spark.spillway.maxTempDirectorySize"}
 	assert.Equal(t, "spill limit exceeded: writing 64.0 KiB (65536 bytes) more would take this plan's spill files from "+
 		"100.0 GiB (107374182390 bytes) to 100.0 GiB (107374247926 bytes), over the limit of 100.0 GiB (107374182400 bytes); "+
 		"raise spark.spillway.maxTempDirectorySize, or give the plan more memory so it spills less", err.Error())
@@ -596,11 +605,11 @@ func TestLimitErrorMessageIsReadable(t *testing.T) {
 
 func TestSharedBudgetHoldsOverAllManagers(t *testing.T) {
 	dirs := tempRoots(t, 1)
-	roots, err := NewRoots(dirs)
+	roots, err := spill.NewRoots(dirs)
 	require.NoError(t, err)
-	var shared Shared
-	build := func(sharedLimit int64) *Manager {
-		m, err := New(Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: sharedLimit, SharedLimitSetting: "test.shared"})
+	var shared spill.Shared
+	build := func(sharedLimit int64) *spill.Manager {
+		m, err := spill.New(spill.Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: sharedLimit, SharedLimitSetting: "test.shared"})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = m.Close() })
 		return m
@@ -612,9 +621,9 @@ func TestSharedBudgetHoldsOverAllManagers(t *testing.T) {
 	require.NoError(t, err)
 	write(t, fa, 100)
 	_, err = fb.Write(make([]byte, 60))
-	var limitErr *LimitError
+	var limitErr *spill.LimitError
 	require.ErrorAs(t, err, &limitErr)
-	assert.Equal(t, LimitError{Limit: 150, Used: 100, Request: 60, Setting: "test.shared", Shared: true}, *limitErr)
+	assert.Equal(t, spill.LimitError{Limit: 150, Used: 100, Request: 60, Setting: "test.shared", Shared: true}, *limitErr)
 	assert.Contains(t, err.Error(), "all plans in this process")
 	assert.Zero(t, b.Used(), "a write refused by the shared budget takes nothing from the plan's own")
 	write(t, fb, 50)
@@ -644,10 +653,10 @@ func TestSharedBudgetHoldsOverAllManagers(t *testing.T) {
 }
 
 func TestSharedCountsFilesystemErrors(t *testing.T) {
-	var shared Shared
-	roots, err := NewRoots([]string{filepath.Join(t.TempDir(), "missing")})
+	var shared spill.Shared
+	roots, err := spill.NewRoots([]string{filepath.Join(t.TempDir(), "missing")})
 	require.NoError(t, err)
-	m, err := New(Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: 100})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: 100, Shared: &shared, SharedLimit: 100})
 	require.NoError(t, err)
 	_, err = m.CreateFile()
 	require.Error(t, err)
@@ -655,7 +664,7 @@ func TestSharedCountsFilesystemErrors(t *testing.T) {
 	assert.Zero(t, shared.Stats.PlansSpilled.Load())
 	require.NoError(t, m.Close())
 
-	_, err = New(Config{Roots: roots, Limit: 1, Shared: &shared, SharedLimit: -1})
-	var cfgErr *ConfigError
+	_, err = spill.New(spill.Config{Roots: roots, Limit: 1, Shared: &shared, SharedLimit: -1})
+	var cfgErr *spill.ConfigError
 	assert.ErrorAs(t, err, &cfgErr)
 }

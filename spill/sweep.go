@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,11 +25,21 @@ func ownerLockName(planDirName string) string { return "." + planDirName + owner
 // has no lock file, nor anything reached through a symlink, and it never leaves dir. It returns
 // the plan dirs it removed, and an error naming each one it could not.
 func SweepOrphans(dir string) (removed []string, err error) {
-	entries, err := os.ReadDir(dir)
+	return SweepOrphansFS(OSFS{}, dir)
+}
+
+// SweepOrphansFS is SweepOrphans through the filesystem seam fsys.
+func SweepOrphansFS(fsys FS, dir string) (removed []string, err error) {
+	root, err := fsys.OpenRoot(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
+		return nil, err
+	}
+	defer root.Close()
+	entries, err := root.ReadDir()
+	if err != nil {
 		return nil, err
 	}
 	var errs []error
@@ -42,50 +50,76 @@ func SweepOrphans(dir string) (removed []string, err error) {
 		if !e.Type().IsRegular() || !strings.HasPrefix(name, "."+DirPrefix) || !ok {
 			continue
 		}
-		planDir := filepath.Join(dir, planName)
-		gone, err := sweepPlanDir(planDir, filepath.Join(dir, name))
+		gone, err := sweepPlanDir(root, planName, name)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		if gone {
-			removed = append(removed, planDir)
+			removed = append(removed, filepath.Join(root.Path(), planName))
 		}
 	}
 	return removed, errors.Join(errs...)
 }
 
-// sweepPlanDir removes planDir and then its lock file if the lock is free, holding the lock
-// meanwhile so that two sweepers never race on one dir. It reports whether a dir was removed.
-func sweepPlanDir(planDir, lockPath string) (bool, error) {
-	f, err := os.OpenFile(lockPath, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// sweepPlanDir removes the plan dir planName in root and then its lock file lockName if the lock
+// is free, holding the lock meanwhile so that two sweepers never race on one dir. It reports
+// whether a dir was removed.
+func sweepPlanDir(root Dir, planName, lockName string) (bool, error) {
+	lock, err := root.TryLock(lockName)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, unix.ELOOP):
 			return false, nil // gone meanwhile, or swapped for a symlink: not ours to judge
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return false, nil // the owner is alive
 		}
 		return false, err
 	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return false, nil // the owner is alive
-		}
-		return false, &os.PathError{Op: "flock", Path: lockPath, Err: err}
-	}
-	info, err := os.Lstat(planDir)
+	defer lock.Close()
+	info, err := root.StatAt(planName)
 	existed := err == nil
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return false, err
-	case existed && !info.IsDir():
+	case existed && info.Type != fs.ModeDir:
 		return false, nil // a symlink or a file wearing the name: leave it, and its lock
 	case existed:
-		// os.RemoveAll unlinks symlinks inside without following them and stays below planDir.
-		if err := os.RemoveAll(planDir); err != nil {
+		if err := removeAll(root, planName); err != nil {
 			return false, fmt.Errorf("spill: removing orphaned plan dir: %w", err)
 		}
 	}
-	if err := os.Remove(lockPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := ignoreNotExist(root.Remove(lockName)); err != nil {
 		return existed, err
 	}
 	return existed, nil
+}
+
+// removeAll removes the directory name in d and everything in it, through descriptors: a symlink
+// inside is unlinked, never followed, and nothing outside name is reached.
+func removeAll(d Dir, name string) error {
+	sub, err := d.OpenDir(name)
+	if err != nil {
+		return ignoreNotExist(err)
+	}
+	entries, err := sub.ReadDir()
+	if err != nil {
+		_ = sub.Close()
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.IsDir() {
+			err = removeAll(sub, e.Name())
+		} else {
+			err = ignoreNotExist(sub.Remove(e.Name()))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	_ = sub.Close()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return ignoreNotExist(d.RemoveDir(name))
 }

@@ -1,8 +1,7 @@
-package spill
+package spill_test
 
 import (
 	"bufio"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/spill"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,11 +28,11 @@ func TestMain(m *testing.M) {
 }
 
 func spillAsChild(root string) int {
-	roots, err := NewRoots([]string{root})
+	roots, err := spill.NewRoots([]string{root})
 	if err != nil {
 		return 2
 	}
-	m, err := New(Config{Roots: roots, Limit: 1 << 20})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 20})
 	if err != nil {
 		return 2
 	}
@@ -74,7 +75,7 @@ func TestSweepRemovesOnlyTheDirsOfDeadProcesses(t *testing.T) {
 	require.FileExists(t, livePath)
 	require.FileExists(t, deadPath)
 
-	removed, err := SweepOrphans(root)
+	removed, err := spill.SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Empty(t, removed, "both owners are alive")
 
@@ -82,13 +83,13 @@ func TestSweepRemovesOnlyTheDirsOfDeadProcesses(t *testing.T) {
 	_ = killed.Wait()
 	require.FileExists(t, deadPath, "a killed process leaves its plan dir")
 
-	removed, err = SweepOrphans(root)
+	removed, err = spill.SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Dir(deadPath)}, removed)
 	assert.NoDirExists(t, filepath.Dir(deadPath))
 	assert.FileExists(t, livePath, "a live process's plan dir is never touched")
 
-	removed, err = SweepOrphans(root)
+	removed, err = spill.SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Empty(t, removed, "a second sweep finds nothing")
 }
@@ -98,7 +99,7 @@ func TestSweepSparesThisProcessesLivePlans(t *testing.T) {
 	m := newManager(t, []string{root}, 1<<20, nil)
 	f, err := m.CreateFile()
 	require.NoError(t, err)
-	removed, err := SweepOrphans(root)
+	removed, err := spill.SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Empty(t, removed)
 	assert.FileExists(t, f.Path())
@@ -108,62 +109,66 @@ func TestSweepNeverFollowsSymlinksOrLeavesTheDir(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	precious := filepath.Join(outside, "precious")
 	require.NoError(t, os.WriteFile(precious, []byte("keep"), 0o600))
-	lock := func(planName string) string { return filepath.Join(root, ownerLockName(planName)) }
+	lock := func(planName string) string { return filepath.Join(root, spill.OwnerLockName(planName)) }
 
 	// An unowned lock whose "plan dir" is a symlink to a dir outside.
 	lure := filepath.Join(outside, "lure")
 	require.NoError(t, os.Mkdir(lure, 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(lure, "spill-x"), nil, 0o600))
-	require.NoError(t, os.WriteFile(lock(DirPrefix+"link"), nil, 0o600))
-	require.NoError(t, os.Symlink(lure, filepath.Join(root, DirPrefix+"link")))
+	require.NoError(t, os.WriteFile(lock(spill.DirPrefix+"link"), nil, 0o600))
+	require.NoError(t, os.Symlink(lure, filepath.Join(root, spill.DirPrefix+"link")))
 
 	// A real orphan whose contents include a symlink to a file outside.
-	orphan := filepath.Join(root, DirPrefix+"orphan")
+	orphan := filepath.Join(root, spill.DirPrefix+"orphan")
 	require.NoError(t, os.Mkdir(orphan, 0o700))
-	require.NoError(t, os.WriteFile(lock(DirPrefix+"orphan"), nil, 0o600))
+	require.NoError(t, os.WriteFile(lock(spill.DirPrefix+"orphan"), nil, 0o600))
 	require.NoError(t, os.Symlink(precious, filepath.Join(orphan, "spill-link")))
 
 	// A plan dir whose lock file is a symlink, one with no lock file, a lock with no dir, and a
 	// dir that is not a plan dir.
-	linkedLock := filepath.Join(root, DirPrefix+"linked-lock")
+	linkedLock := filepath.Join(root, spill.DirPrefix+"linked-lock")
 	require.NoError(t, os.Mkdir(linkedLock, 0o700))
-	require.NoError(t, os.Symlink(precious, lock(DirPrefix+"linked-lock")))
-	unlocked := filepath.Join(root, DirPrefix+"no-lock")
+	require.NoError(t, os.Symlink(precious, lock(spill.DirPrefix+"linked-lock")))
+	unlocked := filepath.Join(root, spill.DirPrefix+"no-lock")
 	require.NoError(t, os.Mkdir(unlocked, 0o700))
-	require.NoError(t, os.WriteFile(lock(DirPrefix+"dirless"), nil, 0o600))
+	require.NoError(t, os.WriteFile(lock(spill.DirPrefix+"dirless"), nil, 0o600))
 	other := filepath.Join(root, "blockmgr-other")
 	require.NoError(t, os.Mkdir(other, 0o700))
 
-	removed, err := SweepOrphans(root)
+	removed, err := spill.SweepOrphans(root)
 	require.NoError(t, err)
 	assert.Equal(t, []string{orphan}, removed)
 	assert.NoDirExists(t, orphan)
-	assert.NoFileExists(t, lock(DirPrefix+"orphan"))
-	assert.NoFileExists(t, lock(DirPrefix+"dirless"), "a free lock without its dir is swept too")
+	assert.NoFileExists(t, lock(spill.DirPrefix+"orphan"))
+	assert.NoFileExists(t, lock(spill.DirPrefix+"dirless"), "a free lock without its dir is swept too")
 	assert.FileExists(t, precious)
 	assert.FileExists(t, filepath.Join(lure, "spill-x"))
-	assert.FileExists(t, lock(DirPrefix+"link"), "a plan dir that is a symlink is left, with its lock")
+	assert.FileExists(t, lock(spill.DirPrefix+"link"), "a plan dir that is a symlink is left, with its lock")
 	assert.DirExists(t, linkedLock)
 	assert.DirExists(t, unlocked)
 	assert.DirExists(t, other)
 }
 
 func TestSweepOfAMissingDirIsNotAnError(t *testing.T) {
-	removed, err := SweepOrphans(filepath.Join(t.TempDir(), "gone"))
+	removed, err := spill.SweepOrphans(filepath.Join(t.TempDir(), "gone"))
 	assert.NoError(t, err)
 	assert.Empty(t, removed)
 }
 
 // Both ways of making a lock file leave it named, locked, and nothing else behind.
 func TestLockFilesAppearLocked(t *testing.T) {
-	for name, create := range map[string]func(string, os.FileMode) (io.Closer, error){
-		"O_TMPFILE": OSFS{}.CreateLock,
-		"rename":    createLockByRename,
+	for name, create := range map[string]func(spill.Dir, string) (spill.Lock, error){
+		"O_TMPFILE": func(d spill.Dir, name string) (spill.Lock, error) { return d.CreateLock(name, spill.FileMode) },
+		"rename":    spill.CreateLockByRename,
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			path := filepath.Join(dir, ownerLockName(DirPrefix+"x"))
-			lock, err := create(path, fileMode)
+			d, err := spill.OSFS{}.OpenRoot(dir)
+			require.NoError(t, err)
+			defer d.Close()
+			lockName := spill.OwnerLockName(spill.DirPrefix + "x")
+			path := filepath.Join(dir, lockName)
+			lock, err := create(d, lockName)
 			require.NoError(t, err)
 			other, err := os.Open(path)
 			require.NoError(t, err)
@@ -175,7 +180,7 @@ func TestLockFilesAppearLocked(t *testing.T) {
 			info, err := entries[0].Info()
 			require.NoError(t, err)
 			assert.Equal(t, os.FileMode(0o600), info.Mode())
-			_, err = create(path, fileMode)
+			_, err = create(d, lockName)
 			assert.ErrorIs(t, err, fs.ErrExist, "an existing lock file is never replaced")
 			require.NoError(t, lock.Close())
 			assert.NoError(t, unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/errorfs"
 )
 
 type rec struct{ key, val []byte }
@@ -450,12 +451,7 @@ func TestLimitTooSmall(t *testing.T) {
 }
 
 func TestWriteErrorDuringSpillLeaksNothing(t *testing.T) {
-	fsys := &spill.FaultFS{FS: spill.OSFS{}, Inject: func(op spill.Op, _ string) syscall.Errno {
-		if op == spill.OpWrite {
-			return syscall.EIO
-		}
-		return 0
-	}}
+	fsys := errorfs.Wrap(spill.OSFS{}, errorfs.Errno(syscall.EIO, errorfs.OnOp(errorfs.OpWrite)))
 	m, root := newManager(t, 1<<30, fsys)
 	s, err := New(m, 8<<10)
 	require.NoError(t, err)

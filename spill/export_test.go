@@ -1,0 +1,16 @@
+package spill
+
+// Internals the external tests (package spill_test, which may import spill/errorfs) need.
+
+const (
+	OwnerLockSuffix = ownerLockSuffix
+	FileMode        = fileMode
+	DirMode         = dirMode
+)
+
+var OwnerLockName = ownerLockName
+
+// CreateLockByRename makes a lock file in d the way filesystems without O_TMPFILE do.
+func CreateLockByRename(d Dir, name string) (Lock, error) {
+	return d.(*osDir).createLockByRename(name, fileMode)
+}
