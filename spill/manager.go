@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DirPrefix starts the name of every plan dir; the rest of the name is random.
@@ -105,6 +106,14 @@ type planDir struct {
 	dir       Dir // nil if it could not be opened
 	lockName  string
 	lock      Lock // nil once closed
+}
+
+func init() {
+	// The Go runtime makes its poller (an epoll descriptor) on the first timer, and crypto/rand
+	// arms a timer on every read. A first spill in a process out of descriptors would then die in
+	// "fatal error: runtime: netpollinit failed", taking the JVM with it, instead of returning
+	// EMFILE. Make the poller when the library loads, while descriptors are to be had.
+	time.AfterFunc(time.Hour, func() {}).Stop()
 }
 
 // New returns a manager that has created nothing. It makes no filesystem call.
@@ -250,10 +259,17 @@ func (m *Manager) makeDir(s *spillState, r int) error {
 		return err
 	}
 	m.stats().DirsCreated.Add(1)
-	s.made = append(s.made, d) // Close removes it, opened or not
 	if d.dir, err = root.OpenDir(name); err != nil {
+		// Undo at once rather than at Close: out of descriptors, say, holding the root and the
+		// lock until then would starve every later try.
+		if m.tryRemovePlanDir(d) != nil {
+			s.made = append(s.made, d) // Close tries again, and names it if it fails
+		} else {
+			d.closeAll()
+		}
 		return err
 	}
+	s.made = append(s.made, d)
 	s.current[r] = d
 	return nil
 }
@@ -395,15 +411,23 @@ var ErrPlanDirMoved = errors.New("the plan dir was moved away or replaced; the d
 // inode with the descriptors the plan holds: a symlink or another dir swapped in under the name is
 // never removed nor followed. Everything d holds open is closed.
 func (m *Manager) removePlanDir(d *planDir) error {
-	defer func() {
-		if d.dir != nil {
-			_ = d.dir.Close()
-		}
-		if d.lock != nil {
-			_ = d.lock.Close()
-		}
-		_ = d.root.Close()
-	}()
+	defer d.closeAll()
+	return m.tryRemovePlanDir(d)
+}
+
+// closeAll closes what d holds open.
+func (d *planDir) closeAll() {
+	if d.dir != nil {
+		_ = d.dir.Close()
+	}
+	if d.lock != nil {
+		_ = d.lock.Close()
+	}
+	_ = d.root.Close()
+}
+
+// tryRemovePlanDir is removePlanDir without the closing.
+func (m *Manager) tryRemovePlanDir(d *planDir) error {
 	if d.dir == nil {
 		// Never opened, so never written to: rmdir, which removes only an empty directory and
 		// never a symlink, is all there is to do.

@@ -19,10 +19,17 @@ import (
 
 // TestMain doubles as the child process of the sweep tests: with $SPILLWAY_CHILD_ROOT set, the
 // test binary spills one file there, prints its path and holds the plan open, like a live
-// executor, until stdin closes.
+// executor, until stdin closes. It is also the child of the real-fault tests that need a
+// process-wide limit (realfault_test.go).
 func TestMain(m *testing.M) {
 	if root := os.Getenv("SPILLWAY_CHILD_ROOT"); root != "" {
 		os.Exit(spillAsChild(root))
+	}
+	if arg := os.Getenv("SPILLWAY_CHILD_FSIZE"); arg != "" {
+		os.Exit(efbigChild(arg))
+	}
+	if root := os.Getenv("SPILLWAY_CHILD_EMFILE"); root != "" {
+		os.Exit(emfileChild(root))
 	}
 	os.Exit(m.Run())
 }
