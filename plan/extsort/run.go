@@ -67,28 +67,37 @@ func (s *Sorter) countRun(f *spill.File, freed int64) {
 }
 
 // writeRun writes the records of idx, in order, to a new run file. A file that fails is released.
+// A write that finds its local dir full (spill.RootFull) has taken that dir out of the manager's
+// rotation, and the records are still in memory: the run is written again into a new file, on
+// another dir, until one takes it or CreateFile reports that no dir is left.
 func (s *Sorter) writeRun(idx []entry) (*spill.File, error) {
-	f, err := s.m.CreateFile()
-	if err != nil {
-		return nil, fmt.Errorf("extsort: creating a run file: %w", err)
-	}
-	w := runWriter{f: f, buf: make([]byte, 0, min(writeBufSize, s.mem.arena))}
-	for _, e := range idx {
-		rec := s.mem.record(e)
-		if err = w.write(rec[:recordSize(rec)]); err != nil {
-			break
+	for {
+		f, err := s.m.CreateFile()
+		if err != nil {
+			return nil, fmt.Errorf("extsort: creating a run file: %w", err)
 		}
-	}
-	if err == nil {
-		err = w.flush()
-	}
-	if err != nil {
+		err = s.writeRunTo(f, idx)
+		if err == nil {
+			return f, nil
+		}
 		if rerr := f.Release(); rerr != nil {
 			err = errors.Join(err, rerr) // the manager deletes the file at its Close
 		}
-		return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+		if !spill.RootFull(err) {
+			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+		}
 	}
-	return f, nil
+}
+
+func (s *Sorter) writeRunTo(f *spill.File, idx []entry) error {
+	w := runWriter{f: f, buf: make([]byte, 0, min(writeBufSize, s.mem.arena))}
+	for _, e := range idx {
+		rec := s.mem.record(e)
+		if err := w.write(rec[:recordSize(rec)]); err != nil {
+			return err
+		}
+	}
+	return w.flush()
 }
 
 type runWriter struct {

@@ -1,0 +1,71 @@
+package extsort
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/faultenv"
+)
+
+// fullTmpfs mounts a 4 MiB tmpfs and fills it: a plan dir and its files can still be made there
+// (they take no blocks), but the first byte written fails with ENOSPC.
+func fullTmpfs(t *testing.T) string {
+	root := faultenv.Tmpfs(t, "size=4m")
+	faultenv.Fill(t, filepath.Join(root, "ballast"))
+	return root
+}
+
+func managerOver(t *testing.T, roots ...string) *spill.Manager {
+	r, err := spill.NewRoots(roots)
+	require.NoError(t, err)
+	m, err := spill.New(spill.Config{Roots: r, Limit: 1 << 30})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// A run whose disk fills up is written again on the other root, from the records still in
+// memory: the sort finishes with every record, and nothing is left on the full disk.
+func TestRealENOSPCRunIsWrittenAgainOnAnotherRoot(t *testing.T) {
+	full, good := fullTmpfs(t), t.TempDir()
+	m := managerOver(t, full, good)
+	s := newSorter(t, m, 256<<10)
+	recs := randomRecords(11, 8000, 16, 200) // about 1 MiB: several runs, so one is tried on each root
+	addAll(t, s, recs, 64<<10)
+	require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
+	assert.Empty(t, runFiles(t, full), "the run that failed on the full disk was released")
+	assert.Len(t, runFiles(t, good), int(s.Stats().Runs))
+	assertSorted(t, recs, drain(t, s, 64<<10))
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, full))
+	assert.Empty(t, planDirs(t, good))
+}
+
+// With no other root, the spill fails with an error naming the full disk, and leaks nothing.
+func TestRealENOSPCOnTheOnlyRootFailsTheSpill(t *testing.T) {
+	full := fullTmpfs(t)
+	m := managerOver(t, full)
+	s := newSorter(t, m, 64<<10)
+	var addErr error
+	for _, r := range randomRecords(12, 4000, 16, 100) {
+		if addErr = s.Add(AppendRecord(nil, r.key, r.val)); addErr != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, addErr, syscall.ENOSPC)
+	var noRoot *spill.NoUsableRootError
+	require.ErrorAs(t, addErr, &noRoot)
+	assert.True(t, strings.Contains(addErr.Error(), full), addErr.Error())
+	assert.Empty(t, runFiles(t, full))
+	assert.Zero(t, m.Used())
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, full))
+}
