@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/errorfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -193,4 +195,42 @@ func TestLockFilesAppearLocked(t *testing.T) {
 			assert.NoError(t, unix.Flock(int(other.Fd()), unix.LOCK_EX|unix.LOCK_NB))
 		})
 	}
+}
+
+// Faults reach the sweep through the seam: a failed unlink inside an orphan leaves the orphan and
+// its lock file for the next sweep, with an error naming what could not be removed.
+func TestSweepFaultsAreReportedAndTheNextSweepFinishes(t *testing.T) {
+	root := t.TempDir()
+	orphan := filepath.Join(root, spill.DirPrefix+"orphan")
+	require.NoError(t, os.Mkdir(orphan, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(orphan, "spill-a"), []byte("a"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(root, spill.OwnerLockName(spill.DirPrefix+"orphan")), nil, 0o600))
+
+	for _, tc := range []struct {
+		op   errorfs.Op
+		path string
+	}{
+		{errorfs.OpReadDir, root},
+		{errorfs.OpTryLock, filepath.Join(root, spill.OwnerLockName(spill.DirPrefix+"orphan"))},
+		{errorfs.OpRemove, filepath.Join(orphan, "spill-a")},
+		{errorfs.OpRemoveDir, orphan},
+	} {
+		var calls atomic.Int64
+		fsys := errorfs.Wrap(spill.OSFS{}, errorfs.First(
+			errorfs.Log(func(errorfs.Op, string) { calls.Add(1) }),
+			errorfs.Errno(syscall.EIO, errorfs.OnOp(tc.op), errorfs.OnPath(tc.path))))
+		removed, err := spill.SweepOrphansFS(fsys, root)
+		require.ErrorIs(t, err, syscall.EIO, tc.op.String())
+		var pathErr *fs.PathError
+		require.ErrorAs(t, err, &pathErr)
+		assert.Equal(t, tc.path, pathErr.Path)
+		assert.Empty(t, removed)
+		assert.DirExists(t, orphan, "a failed sweep leaves the orphan")
+		assert.FileExists(t, filepath.Join(root, spill.OwnerLockName(spill.DirPrefix+"orphan")), "and its lock file, for the next sweep")
+		assert.Positive(t, calls.Load())
+	}
+	removed, err := spill.SweepOrphans(root)
+	require.NoError(t, err)
+	assert.Equal(t, []string{orphan}, removed)
+	assert.Len(t, tree(t, root), 1)
 }

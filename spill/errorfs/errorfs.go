@@ -4,16 +4,21 @@
 //
 // Each FS call is one operation kind (Op), so a rule can aim at exactly one call. A fault looks
 // like the real one through spill.OSFS: the same *fs.PathError (its Op word, the full path, the
-// errno) and the same side effects. Where a real fault was checked, the comment says which:
+// errno) and the same side effects. TestInjectedFaultsLookReal compares each with the real fault
+// named here:
 //
-//   - a failed write puts the first half of the data on disk and reports 0 bytes written. A real
-//     ENOSPC on a full tmpfs and a real EFBIG under `ulimit -f` both leave the part that fit on
-//     disk while os.File.WriteAt reports n=0 (it drops the count of a pwrite that ended in an
-//     error); TestInjectedFaultsLookReal checks both against the real faults;
-//   - a failed create, mkdir, lock creation or open creates nothing, as openat and mkdirat do
-//     (checked against ENOSPC from a tmpfs out of inodes, and EMFILE under a low RLIMIT_NOFILE);
-//   - a failed remove removes nothing, except that ENOENT removes first: unlink reports ENOENT only
-//     when the name is already gone, as after a cleaner raced it.
+//   - a failed write puts the first half of the data on disk and reports 0 bytes written. Real
+//     ENOSPC on a full tmpfs and real EFBIG under RLIMIT_FSIZE (ulimit -f) both leave the part that
+//     fit on disk while os.File.WriteAt reports n=0: it drops the count of a pwrite that ended in
+//     an error, partial or not;
+//   - a failed create, mkdir or lock creation creates nothing, with the Op word "open", "mkdir"
+//     and "open": as ENOSPC on a tmpfs out of inodes does, and EMFILE under a low RLIMIT_NOFILE;
+//   - a failed remove or rmdir removes nothing (EROFS on a read-only bind mount), except that
+//     ENOENT removes first: unlink reports ENOENT only when the name is already gone, as after a
+//     cleaner raced it.
+//
+// ENOENT injected into a call other than a remove claims that something is missing which may be
+// there; a test that injects it models a cleaner only if it also removes the thing.
 //
 // Closes are never failed: the manager ignores a close error, as there is nothing it could do.
 package errorfs
