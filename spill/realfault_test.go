@@ -189,8 +189,7 @@ func TestRealReadOnlyRootFailsWithEROFSAndIsSkipped(t *testing.T) {
 		write(t, f, 100)
 	}
 	require.NoError(t, m.Close())
-	assert.Empty(t, tree(t, ro)[ro+"/"], "nothing was created on the read-only root")
-	assert.Len(t, tree(t, ro), 1)
+	assert.Len(t, tree(t, ro), 1, "nothing was created on the read-only root")
 	assert.Empty(t, planDirs(t, good))
 }
 
@@ -204,7 +203,6 @@ func TestRealEMFILEGivesUpNoRoot(t *testing.T) {
 	require.Contains(t, string(out), "emfile ok", "child: %s", out)
 	assert.Contains(t, string(out), "steps=4 ", "every step that opens a descriptor ran out once: the root, the lock file, the plan dir and the spill file")
 	t.Logf("child: %s", out)
-	assert.Empty(t, tree(t, root)[root+"/x"])
 	assert.Len(t, tree(t, root), 1, "nothing is left in the root")
 }
 
@@ -334,6 +332,8 @@ func TestRealRootSymlinkRetargetedMidPlan(t *testing.T) {
 	g, err := m.CreateFile()
 	require.NoError(t, err)
 	write(t, g, 100)
+	assert.Equal(t, filepath.Dir(f.Path()), filepath.Dir(g.Path()), "the plan keeps its dir")
+	assert.Len(t, planDirs(t, oldTarget), 1)
 
 	require.NoError(t, m.Close())
 	assert.Len(t, tree(t, oldTarget), 1, "the old target is left empty: no plan dir, no lock file")
