@@ -358,7 +358,11 @@ func (m *Manager) forget(f *File) {
 
 // Close deletes every file the manager created, open or not, then every plan dir it created,
 // and nothing else: never a root, and never a file someone else put in a plan dir (that dir is
-// then left, and named in the error). A manager that never spilled makes no filesystem call.
+// then left, and named in the error). A plan dir is removed only if the entry at its name is
+// still the dir the manager made (compared by inode with the descriptor it holds): a symlink or
+// another dir swapped in there is left alone, the plan's lock file is removed, and the error
+// names the path (ErrPlanDirMoved) only if the plan's dir still exists elsewhere. A manager that
+// never spilled makes no filesystem call.
 // Close is safe to call twice; the second call does nothing. Afterwards CreateFile fails with
 // ErrClosed and the files fail with ErrFileReleased.
 func (m *Manager) Close() error {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -231,3 +232,34 @@ type childT struct{ testing.TB }
 func (*childT) Errorf(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 func (*childT) FailNow()                          { os.Exit(1) }
 func (*childT) Helper()                           {}
+
+func TestRulesCompose(t *testing.T) {
+	var calls []syscall.Errno
+	after := errorfs.Errno(syscall.EIO, errorfs.OnOp(errorfs.OpWrite), errorfs.After(2))
+	for _, op := range []errorfs.Op{errorfs.OpWrite, errorfs.OpCreate, errorfs.OpWrite, errorfs.OpWrite, errorfs.OpWrite} {
+		calls = append(calls, after(op, "/r/f"))
+	}
+	assert.Equal(t, []syscall.Errno{0, 0, 0, syscall.EIO, syscall.EIO}, calls, "After counts only the calls the rules before it let through")
+
+	draw := func(seed uint64) []syscall.Errno {
+		in := errorfs.Errno(syscall.ENOSPC, errorfs.Randomly(0.5, seed))
+		out := make([]syscall.Errno, 64)
+		for i := range out {
+			out[i] = in(errorfs.OpWrite, "/r/f")
+		}
+		return out
+	}
+	assert.Equal(t, draw(7), draw(7), "a seed replays its draws")
+	assert.Contains(t, draw(7), syscall.ENOSPC)
+	assert.Contains(t, draw(7), syscall.Errno(0))
+
+	var on atomic.Bool
+	first := errorfs.First(
+		errorfs.Errno(syscall.EROFS, errorfs.Under("/ro")),
+		errorfs.Errno(syscall.ENOSPC, errorfs.OnPath("full"), errorfs.While(&on)))
+	assert.Equal(t, syscall.EROFS, first(errorfs.OpMkdir, "/ro/full"))
+	assert.Equal(t, syscall.Errno(0), first(errorfs.OpMkdir, "/rw/full"))
+	assert.Equal(t, syscall.Errno(0), first(errorfs.OpMkdir, "/roo"), "Under matches whole path elements")
+	on.Store(true)
+	assert.Equal(t, syscall.ENOSPC, first(errorfs.OpMkdir, "/rw/full"))
+}
