@@ -521,6 +521,8 @@ func (f *File) Size() int64 {
 // write itself fails, the file is truncated back to its size before the write, whatever the OS
 // reported (a failed pwrite may have put part of p on disk and still report nothing written), and
 // every byte is given back, so usage never drifts and a reader never sees a failed write's tail.
+// A write that fails because the disk is full, over quota or read-only (see RootFull) also takes
+// the file's local dir out of the manager's rotation: new files go to its other dirs.
 func (f *File) Write(p []byte) (int, error) {
 	err := f.appendBytes(int64(len(p)), func(off int64) error {
 		_, err := f.h.WriteAt(p, off)

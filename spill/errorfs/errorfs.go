@@ -50,7 +50,8 @@ const (
 	OpRemove               // Dir.Remove
 	OpRemoveDir            // Dir.RemoveDir
 	OpStatAt               // Dir.StatAt
-	OpStat                 // Dir.Stat and Lock.Stat
+	OpStat                 // Dir.Stat
+	OpStatLock             // Lock.Stat
 	OpReadDir              // Dir.ReadDir
 	OpWrite                // Handle.WriteAt
 	OpRead                 // Handle.ReadAt
@@ -58,7 +59,7 @@ const (
 	NumOps                 // the number of kinds
 )
 
-var opNames = [NumOps]string{"openroot", "mkdir", "opendir", "createlock", "trylock", "create", "remove", "rmdir", "statat", "stat", "readdir", "write", "read", "truncate"}
+var opNames = [NumOps]string{"openroot", "mkdir", "opendir", "createlock", "trylock", "create", "remove", "rmdir", "statat", "stat", "statlock", "readdir", "write", "read", "truncate"}
 
 func (o Op) String() string {
 	if o < NumOps {
@@ -82,7 +83,7 @@ func (o Op) pathErrOp(errno syscall.Errno) string {
 		return "rmdir"
 	case OpStatAt:
 		return "lstat"
-	case OpStat:
+	case OpStat, OpStatLock:
 		return "fstat"
 	case OpReadDir:
 		return "readdirent"
@@ -322,7 +323,7 @@ type lock struct {
 }
 
 func (l *lock) Stat() (spill.FileID, error) {
-	if err := l.fs.fault(OpStat, l.path); err != nil {
+	if err := l.fs.fault(OpStatLock, l.path); err != nil {
 		return spill.FileID{}, err
 	}
 	return l.Lock.Stat()

@@ -6,9 +6,10 @@
 package faultenv
 
 import (
+	"errors"
 	"os"
 	"os/exec"
-	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,7 +78,7 @@ func Fill(t testing.TB, path string) int64 {
 		n, err := f.Write(buf)
 		size += int64(n)
 		if err != nil {
-			if !strings.Contains(err.Error(), "no space left") {
+			if !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("filling %s: %v", path, err)
 			}
 			return size
