@@ -157,11 +157,7 @@ func (r *Reader) next() {
 
 func (r *Reader) slot(i int) *slot {
 	if r.slots[i] == nil {
-		size := r.hdr.chunkSize()
-		r.slots[i] = &slot{
-			stored: make([]byte, 0, size+tagSize+chunkHeaderSize),
-			plain:  make([]byte, 0, size),
-		}
+		r.slots[i] = &slot{} // buffers grow to what the chunks need, never past the chunk size
 	}
 	return r.slots[i]
 }
@@ -361,7 +357,7 @@ func (d *decoder) decode(s *slot) decoded {
 	case end > r.size:
 		return d.fail("the file ends %d bytes into its %d stored bytes: it was cut", r.size-bodyOff, ch.storedLen)
 	case last && end < r.size:
-		return d.fail("%d bytes follow the last chunk", r.size-end)
+		return d.fail("the file goes on %d bytes past its last chunk", r.size-end)
 	}
 	// The next chunk's header comes in the same read, when the file has it.
 	n := int(ch.storedLen)
@@ -369,6 +365,7 @@ func (d *decoder) decode(s *slot) decoded {
 	if withNext {
 		n += chunkHeaderSize
 	}
+	s.stored = grow(s.stored, n)
 	buf := s.stored[:n]
 	if err := readAt(r.src, buf, bodyOff); err != nil {
 		return decoded{err: fmt.Errorf("spill chunk file: reading chunk %d (at byte %d): %w", d.index, d.off, err)}
@@ -391,6 +388,7 @@ func (d *decoder) decode(s *slot) decoded {
 	}
 	plain := payload
 	if ch.flags&flagCompressed != 0 {
+		s.plain = grow(s.plain, int(ch.rawLen))
 		plain = s.plain[:ch.rawLen]
 		if reason := decompress(r.hdr.codec, payload, plain); reason != "" {
 			return d.fail("%s", reason)
@@ -403,6 +401,14 @@ func (d *decoder) decode(s *slot) decoded {
 	d.index++
 	d.off = end
 	return decoded{s: s, plain: plain, last: last}
+}
+
+// grow returns b with room for n bytes; n was validated against the chunk size.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b
 }
 
 // readAt fills b from off: an io.ReaderAt may report io.EOF with a full read at the end.

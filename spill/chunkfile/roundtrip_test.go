@@ -171,5 +171,5 @@ func TestBytesAfterLastChunkAreDetected(t *testing.T) {
 	file = append(file, 0)
 	_, err := decode(file, nil, chunkfile.ReaderOptions{})
 	fe := requireChunkError(t, err, 2)
-	require.Contains(t, fe.Reason, "1 bytes follow the last chunk")
+	require.Contains(t, fe.Reason, "the file goes on 1 bytes past its last chunk")
 }
