@@ -3,6 +3,7 @@ package chunkfile
 import (
 	"crypto/cipher"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -47,16 +48,23 @@ type Writer struct {
 	aead   cipher.AEAD
 	check  int
 
-	buf    []byte // plaintext not yet framed, at most one chunk
-	out    []byte // the next append: header (first chunk only), chunk header, stored bytes
-	aad    []byte
-	nonce  [12]byte
-	chunks uint64
+	// A frame is one append: room for the file header (sent with the first chunk only), the
+	// chunk header, then the stored bytes. Bytes are buffered in place in rawFrame, and compressed
+	// straight into compFrame, so a chunk is copied once on its way to the file, or not at all.
+	rawFrame  []byte
+	compFrame []byte
+	buf       []byte // plaintext not yet framed, at most one chunk: rawFrame's body
+	aad       []byte
+	nonce     [12]byte
+	chunks    uint64
 
 	logical, stored int64
 	err             error
 	closed          bool
 }
+
+// bodyStart is where a chunk's stored bytes start in a frame.
+const bodyStart = headerSize + chunkHeaderSize
 
 // NewWriter starts a file on dst. Nothing is written before the first chunk: the file header goes
 // out with it, in the same append.
@@ -86,9 +94,12 @@ func NewWriter(dst Appender, opts Options) (*Writer, error) {
 	}
 	w.hdr.marshal(w.hdrRaw[:])
 	w.check = w.hdr.checkSize()
-	w.buf = make([]byte, 0, size)
-	// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
-	w.out = make([]byte, headerSize+chunkHeaderSize+size+w.check+zstdSlack)
+	w.rawFrame = make([]byte, bodyStart+size+w.check)
+	w.buf = w.rawFrame[bodyStart : bodyStart : bodyStart+size]
+	if w.comp != nil {
+		// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
+		w.compFrame = make([]byte, bodyStart+size+w.check+zstdSlack)
+	}
 	return w, nil
 }
 
@@ -149,44 +160,46 @@ func (w *Writer) StoredSize() int64 { return w.stored }
 func (w *Writer) Buffered() int { return len(w.buf) }
 
 func (w *Writer) writeChunk(raw []byte, last bool) error {
-	out := w.out
-	pos := 0
-	if w.chunks == 0 {
-		pos = copy(out, w.hdrRaw[:])
-	}
+	inPlace := len(raw) > 0 && &raw[0] == &w.rawFrame[bodyStart]
 	ch := chunkHeader{rawLen: uint32(len(raw))}
 	if last {
 		ch.flags |= flagLast
 	}
-	chPos := pos
-	bodyPos := pos + chunkHeaderSize
-	payload := raw
+	frame, payload := w.rawFrame, raw
 	if w.comp != nil {
-		if c := w.comp.compress(raw, out[bodyPos:bodyPos+cap(w.buf)]); c != nil {
+		if c := w.comp.compress(raw, w.compFrame[bodyStart:bodyStart+cap(w.buf)]); c != nil {
 			ch.flags |= flagCompressed
-			payload = out[bodyPos : bodyPos+copy(out[bodyPos:], c)]
+			if &c[0] != &w.compFrame[bodyStart] { // zstd grew its own buffer
+				copy(w.compFrame[bodyStart:], c)
+			}
+			frame, payload = w.compFrame, w.compFrame[bodyStart:bodyStart+len(c)]
 		}
 	}
 	ch.storedLen = uint32(len(payload) + w.check)
-	ch.marshal(out[chPos:bodyPos])
-	w.aad = associatedData(w.aad, w.hdrRaw[:], w.chunks, out[chPos:bodyPos])
-	end := bodyPos + len(payload) + w.check
+	ch.marshal(frame[headerSize:bodyStart])
+	w.aad = associatedData(w.aad, w.hdrRaw[:], w.chunks, frame[headerSize:bodyStart])
+	end := bodyStart + len(payload) + w.check
 	if w.aead != nil {
-		// Seal reads payload (raw input or the compressed bytes in place) and writes over it.
-		w.aead.Seal(out[bodyPos:bodyPos], nonce(&w.nonce, w.chunks), payload, w.aad)
+		// Seal writes the body from payload: in place when payload is already there.
+		w.aead.Seal(frame[bodyStart:bodyStart], nonce(&w.nonce, w.chunks), payload, w.aad)
 	} else {
-		if ch.flags&flagCompressed == 0 {
-			copy(out[bodyPos:], payload)
+		if ch.flags&flagCompressed == 0 && !inPlace {
+			copy(frame[bodyStart:], payload)
 		}
 		crc := crc32.Update(crc32.Update(0, castagnoli, w.aad), castagnoli, payload)
-		out[end-4], out[end-3], out[end-2], out[end-1] = byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc)
+		binary.BigEndian.PutUint32(frame[end-crcSize:end], crc)
 	}
-	if _, err := w.dst.Write(out[:end]); err != nil {
+	start := headerSize
+	if w.chunks == 0 {
+		copy(frame, w.hdrRaw[:])
+		start = 0
+	}
+	if _, err := w.dst.Write(frame[start:end]); err != nil {
 		w.err = fmt.Errorf("spill chunk file: appending chunk %d: %w", w.chunks, err)
 		return w.err
 	}
 	w.chunks++
 	w.logical += int64(len(raw))
-	w.stored += int64(end)
+	w.stored += int64(end - start)
 	return nil
 }
