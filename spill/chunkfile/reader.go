@@ -1,0 +1,424 @@
+package chunkfile
+
+import (
+	"crypto/cipher"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+)
+
+// ReaderOptions tune a Reader.
+type ReaderOptions struct {
+	// Synchronous turns read-ahead off: each chunk is read and decoded when Read reaches it, on the
+	// caller's goroutine. By default one goroutine reads and decodes the next chunk while the
+	// caller consumes the current one (two chunk buffers: about 4 chunk sizes of memory instead of
+	// 2).
+	Synchronous bool
+}
+
+// Reader decodes a chunk file from an io.ReaderAt of known size. It delivers a chunk's bytes only
+// once the whole chunk is verified (GCM tag or CRC-32C), so input that is not what a Writer wrote
+// under this Reader's key gives a *FormatError naming the chunk, never wrong bytes. It allocates
+// only buffers of the file's chunk size (at most MaxChunkSize), whatever the input says. Close
+// must be called (it stops the read-ahead). A Reader is not safe for concurrent use.
+type Reader struct {
+	src    io.ReaderAt
+	size   int64
+	hdr    header
+	hdrRaw [headerSize]byte
+	aead   cipher.AEAD
+	sync   bool
+
+	dec   decoder // the position of the next chunk to decode; owned by the read-ahead while it runs
+	slots [2]*slot
+
+	cur     []byte // the verified bytes of the current chunk not yet read
+	curSlot *slot
+	skip    int   // bytes of the next chunk to drop (after a Seek into its middle)
+	pos     int64 // logical position of the next byte Read returns
+	eof     bool
+	err     error
+	offsets []int64 // file offset of chunk i, as far as a Seek has scanned
+
+	ahead *readAhead
+}
+
+type slot struct {
+	stored []byte // the chunk's stored bytes, then the next chunk's header when read with them
+	plain  []byte // decompressed bytes
+	aad    []byte
+	nonce  [12]byte
+}
+
+type decoded struct {
+	s     *slot
+	plain []byte
+	last  bool
+	err   error
+}
+
+// NewReader opens a chunk file of size bytes on src. key must be the Key the file was written
+// with, or nil for a file written without one; a sealed file without a key, or an unsealed file
+// when a key is given, is refused (an unsealed file in place of a sealed one would be trusted
+// data no one sealed).
+func NewReader(src io.ReaderAt, size int64, key *Key, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{src: src, size: size, sync: opts.Synchronous}
+	if size < headerSize {
+		return nil, headerError("the file has %d bytes, fewer than the %d-byte header: it was cut or is not a chunk file", size, headerSize)
+	}
+	if err := readAt(src, r.hdrRaw[:], 0); err != nil {
+		return nil, fmt.Errorf("spill chunk file: reading the header: %w", err)
+	}
+	h, err := parseHeader(r.hdrRaw[:])
+	if err != nil {
+		return nil, err
+	}
+	r.hdr = h
+	switch {
+	case h.seal == sealAESGCM && key == nil:
+		return nil, headerError("the file is sealed with a %d-bit key and no key was given", int(h.keyBytes)*8)
+	case h.seal == sealNone && key != nil:
+		return nil, headerError("the file is not sealed but a key was given: an unsealed file stands where a sealed one was expected")
+	case key != nil && len(key.secret) != int(h.keyBytes):
+		return nil, headerError("the file is sealed with a %d-bit key, not with the %d-bit key given", int(h.keyBytes)*8, key.Bits())
+	case key != nil:
+		if r.aead, err = key.fileAEAD(h.fileID[:]); err != nil {
+			return nil, err
+		}
+	}
+	r.dec = decoder{r: r, off: headerSize}
+	r.offsets = []int64{headerSize}
+	return r, nil
+}
+
+// ChunkSize is the plaintext size of the file's chunks (all but the last).
+func (r *Reader) ChunkSize() int { return r.hdr.chunkSize() }
+
+// Codec names the file's codec ("none", "lz4" or "zstd").
+func (r *Reader) Codec() string { return r.hdr.codec.String() }
+
+// Sealed tells whether the file's chunks are sealed with AES-GCM.
+func (r *Reader) Sealed() bool { return r.hdr.seal == sealAESGCM }
+
+// Read reads the file's bytes in order; it returns io.EOF after the last chunk, and the chunk's
+// *FormatError (or I/O error) once it reaches a chunk that does not verify.
+func (r *Reader) Read(p []byte) (int, error) {
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		if r.eof {
+			return 0, io.EOF
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		r.next()
+	}
+	n := copy(p, r.cur)
+	r.cur = r.cur[n:]
+	r.pos += int64(n)
+	return n, nil
+}
+
+// next makes the next chunk current, or sets eof or err.
+func (r *Reader) next() {
+	if r.curSlot != nil && r.ahead != nil {
+		r.ahead.free <- r.curSlot
+	}
+	r.curSlot = nil
+	var d decoded
+	if r.sync {
+		d = r.dec.decode(r.slot(0))
+	} else {
+		if r.ahead == nil {
+			r.ahead = startReadAhead(&r.dec, r.slot(0), r.slot(1))
+		}
+		d = <-r.ahead.out
+	}
+	if d.err != nil {
+		r.err = d.err
+		r.stopReadAhead()
+		return
+	}
+	r.curSlot, r.cur = d.s, d.plain
+	if r.skip > 0 {
+		k := min(r.skip, len(r.cur))
+		r.cur, r.skip = r.cur[k:], r.skip-k
+	}
+	if d.last {
+		r.eof = true
+		r.stopReadAhead()
+	}
+}
+
+func (r *Reader) slot(i int) *slot {
+	if r.slots[i] == nil {
+		r.slots[i] = &slot{} // buffers grow to what the chunks need, never past the chunk size
+	}
+	return r.slots[i]
+}
+
+// Seek sets the logical position of the next Read (io.Seeker). Every chunk but the last holds
+// ChunkSize bytes, so the target chunk is known at once; its file offset is found by reading the
+// chunk headers before it (9 bytes each, once per Reader), and the chunk is read whole and verified
+// before any of its bytes are returned. io.SeekEnd reads the headers up to the last chunk.
+func (r *Reader) Seek(offset int64, whence int) (int64, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	var target int64
+	switch whence {
+	case io.SeekStart:
+		target = offset
+	case io.SeekCurrent:
+		target = r.pos + offset
+	case io.SeekEnd:
+		end, err := r.logicalSize()
+		if err != nil {
+			return 0, err
+		}
+		target = end + offset
+	default:
+		return 0, fmt.Errorf("spill chunk file: seek whence %d", whence)
+	}
+	if target < 0 {
+		return 0, fmt.Errorf("spill chunk file: seek to %d, before the start", target)
+	}
+	r.stopReadAhead()
+	size := int64(r.hdr.chunkSize())
+	index, within := target/size, int(target%size)
+	off, last, err := r.chunkOffset(index)
+	if err != nil {
+		return 0, err
+	}
+	r.cur, r.curSlot, r.pos = nil, nil, target
+	r.eof = index > last
+	r.skip = within
+	r.dec.index, r.dec.off, r.dec.haveNext = index, off, false
+	return target, nil
+}
+
+// logicalSize reads the chunk headers up to the last chunk: the file's size in plaintext bytes.
+func (r *Reader) logicalSize() (int64, error) {
+	for i := int64(len(r.offsets) - 1); ; i++ {
+		ch, err := r.scanChunk(i)
+		if err != nil {
+			return 0, err
+		}
+		if ch.flags&flagLast != 0 {
+			return i*int64(r.hdr.chunkSize()) + int64(ch.rawLen), nil
+		}
+	}
+}
+
+// chunkOffset finds where chunk index starts. When the file ends before it, it returns the
+// offset of the last chunk and that chunk's index (so the caller knows index is past the end).
+func (r *Reader) chunkOffset(index int64) (int64, int64, error) {
+	for i := int64(len(r.offsets) - 1); i < index; i++ {
+		ch, err := r.scanChunk(i)
+		if err != nil {
+			return 0, 0, err
+		}
+		if ch.flags&flagLast != 0 {
+			return r.offsets[i], i, nil
+		}
+	}
+	return r.offsets[index], index, nil
+}
+
+// scanChunk reads and validates the header of chunk i, whose offset is known, and records the
+// offset of chunk i+1 unless i is the last.
+func (r *Reader) scanChunk(i int64) (chunkHeader, error) {
+	off := r.offsets[i]
+	var b [chunkHeaderSize]byte
+	if err := r.dec.readHeader(b[:], i, off); err != nil {
+		return chunkHeader{}, err
+	}
+	ch := parseChunkHeader(b[:])
+	if reason := ch.validate(&r.hdr, i); reason != "" {
+		return ch, &FormatError{Chunk: i, Offset: off, Reason: reason}
+	}
+	end := off + chunkHeaderSize + int64(ch.storedLen)
+	if end > r.size {
+		return ch, &FormatError{Chunk: i, Offset: off, Reason: fmt.Sprintf("the file ends %d bytes into its %d stored bytes: it was cut", r.size-off-chunkHeaderSize, ch.storedLen)}
+	}
+	if ch.flags&flagLast == 0 && int64(len(r.offsets)) == i+1 {
+		r.offsets = append(r.offsets, end)
+	}
+	return ch, nil
+}
+
+// Close stops the read-ahead and drops the buffers. It does not close the source.
+func (r *Reader) Close() error {
+	r.stopReadAhead()
+	if r.err == nil {
+		r.err = errors.New("spill chunk file: read after Close")
+	}
+	r.cur, r.curSlot, r.slots = nil, nil, [2]*slot{}
+	return nil
+}
+
+func (r *Reader) stopReadAhead() {
+	if r.ahead != nil {
+		r.ahead.stop()
+		r.ahead = nil
+	}
+}
+
+// readAhead is one goroutine that decodes chunks in order into two slots: while the caller reads
+// one, it fills the other.
+type readAhead struct {
+	out  chan decoded
+	free chan *slot
+	quit chan struct{}
+	done sync.WaitGroup
+}
+
+func startReadAhead(dec *decoder, a, b *slot) *readAhead {
+	ra := &readAhead{out: make(chan decoded), free: make(chan *slot, 2), quit: make(chan struct{})}
+	ra.free <- a
+	ra.free <- b
+	ra.done.Add(1)
+	go func() {
+		defer ra.done.Done()
+		for {
+			var s *slot
+			select {
+			case s = <-ra.free:
+			case <-ra.quit:
+				return
+			}
+			d := dec.decode(s)
+			select {
+			case ra.out <- d:
+			case <-ra.quit:
+				return
+			}
+			if d.err != nil || d.last {
+				return
+			}
+		}
+	}()
+	return ra
+}
+
+func (ra *readAhead) stop() {
+	close(ra.quit)
+	ra.done.Wait()
+}
+
+// decoder reads and verifies chunks in order.
+type decoder struct {
+	r        *Reader
+	index    int64
+	off      int64
+	next     [chunkHeaderSize]byte // the header of chunk index, when read with the chunk before it
+	haveNext bool
+}
+
+func (d *decoder) fail(reason string, args ...any) decoded {
+	return decoded{err: &FormatError{Chunk: d.index, Offset: d.off, Reason: fmt.Sprintf(reason, args...)}}
+}
+
+func (d *decoder) readHeader(b []byte, index, off int64) error {
+	size := d.r.size
+	switch {
+	case off == size:
+		return &FormatError{Chunk: index, Offset: off, Reason: "the file ends before this chunk, and the chunk before it is not marked last: it was cut"}
+	case off+chunkHeaderSize > size:
+		return &FormatError{Chunk: index, Offset: off, Reason: fmt.Sprintf("the file ends %d bytes into the %d-byte chunk header: it was cut", size-off, chunkHeaderSize)}
+	}
+	if err := readAt(d.r.src, b, off); err != nil {
+		return fmt.Errorf("spill chunk file: reading chunk %d (at byte %d): %w", index, off, err)
+	}
+	return nil
+}
+
+func (d *decoder) decode(s *slot) decoded {
+	r := d.r
+	var hb [chunkHeaderSize]byte
+	if d.haveNext {
+		hb = d.next
+	} else if err := d.readHeader(hb[:], d.index, d.off); err != nil {
+		return decoded{err: err}
+	}
+	ch := parseChunkHeader(hb[:])
+	if reason := ch.validate(&r.hdr, d.index); reason != "" {
+		return d.fail("%s", reason)
+	}
+	last := ch.flags&flagLast != 0
+	bodyOff := d.off + chunkHeaderSize
+	end := bodyOff + int64(ch.storedLen)
+	switch {
+	case end > r.size:
+		return d.fail("the file ends %d bytes into its %d stored bytes: it was cut", r.size-bodyOff, ch.storedLen)
+	case last && end < r.size:
+		return d.fail("the file goes on %d bytes past its last chunk", r.size-end)
+	}
+	// The next chunk's header comes in the same read, when the file has it.
+	n := int(ch.storedLen)
+	withNext := !last && end+chunkHeaderSize <= r.size
+	if withNext {
+		n += chunkHeaderSize
+	}
+	s.stored = grow(s.stored, n)
+	buf := s.stored[:n]
+	if err := readAt(r.src, buf, bodyOff); err != nil {
+		return decoded{err: fmt.Errorf("spill chunk file: reading chunk %d (at byte %d): %w", d.index, d.off, err)}
+	}
+	body := buf[:ch.storedLen]
+	s.aad = associatedData(s.aad, r.hdrRaw[:], uint64(d.index), hb[:])
+	var payload []byte
+	if r.aead != nil {
+		var err error
+		payload, err = r.aead.Open(body[:0], nonce(&s.nonce, uint64(d.index)), body, s.aad)
+		if err != nil {
+			return d.fail("AES-GCM authentication failed: the chunk was changed, moved or taken from another file, or the file was sealed under another key")
+		}
+	} else {
+		payload = body[:len(body)-crcSize]
+		want := binary.BigEndian.Uint32(body[len(payload):])
+		if got := crc32.Update(crc32.Update(0, castagnoli, s.aad), castagnoli, payload); got != want {
+			return d.fail("CRC-32C mismatch (stored %08x, computed %08x): the chunk was changed, or moved from another place or file", want, got)
+		}
+	}
+	plain := payload
+	if ch.flags&flagCompressed != 0 {
+		s.plain = grow(s.plain, int(ch.rawLen))
+		plain = s.plain[:ch.rawLen]
+		if reason := decompress(r.hdr.codec, payload, plain); reason != "" {
+			return d.fail("%s", reason)
+		}
+	}
+	if withNext {
+		copy(d.next[:], buf[ch.storedLen:])
+	}
+	d.haveNext = withNext
+	d.index++
+	d.off = end
+	return decoded{s: s, plain: plain, last: last}
+}
+
+// grow returns b with room for n bytes; n was validated against the chunk size.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b
+}
+
+// readAt fills b from off: an io.ReaderAt may report io.EOF with a full read at the end.
+func readAt(src io.ReaderAt, b []byte, off int64) error {
+	n, err := src.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		err = io.ErrUnexpectedEOF // the source is shorter than the size it was given with
+	}
+	return err
+}

@@ -1,0 +1,205 @@
+package chunkfile
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/bits"
+)
+
+// Appender is where a Writer puts a file: each Write appends p whole or not at all (spill.File
+// does, truncating back whatever a failed write left). A Writer calls Write once per chunk, so a
+// failed write leaves the file as it was after the last whole chunk.
+type Appender interface {
+	Write(p []byte) (int, error)
+}
+
+// Options say how a Writer frames a file.
+type Options struct {
+	// Codec compresses each chunk; the zero value is None.
+	Codec Codec
+	// Key seals each chunk with AES-GCM; nil leaves chunks in the clear, each checked by CRC-32C.
+	Key *Key
+	// ChunkSize is the plaintext size of each chunk but the last: a power of two from MinChunkSize
+	// to MaxChunkSize, or 0 for DefaultChunkSize.
+	ChunkSize int
+}
+
+// ErrClosed is returned by a Writer's Write after Close.
+var ErrClosed = errors.New("spill chunk file: write after Close")
+
+// zstdSlack is room past a chunk for zstd's framing of bytes it stores raw.
+const zstdSlack = 256
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Writer frames the bytes written to it into chunks on an Appender. Bytes are buffered until a
+// chunk is full, and a full chunk is held until more bytes come or Close marks it last, so every
+// file ends with a chunk flagged last. Close must be called: it writes the last chunk. A Writer is
+// not safe for concurrent use. After any failed append every later call returns that error.
+type Writer struct {
+	dst    Appender
+	hdr    header
+	hdrRaw [headerSize]byte
+	comp   compressor // nil for None
+	aead   cipher.AEAD
+	check  int
+
+	// A frame is one append: room for the file header (sent with the first chunk only), the
+	// chunk header, then the stored bytes. Bytes are buffered in place in rawFrame, and compressed
+	// straight into compFrame, so a chunk is copied once on its way to the file, or not at all.
+	rawFrame  []byte
+	compFrame []byte
+	buf       []byte // plaintext not yet framed, at most one chunk: rawFrame's body
+	aad       []byte
+	nonce     [12]byte
+	chunks    uint64
+
+	logical, stored int64
+	err             error
+	closed          bool
+}
+
+// bodyStart is where a chunk's stored bytes start in a frame.
+const bodyStart = headerSize + chunkHeaderSize
+
+// NewWriter starts a file on dst. Nothing is written before the first chunk: the file header goes
+// out with it, in the same append.
+func NewWriter(dst Appender, opts Options) (*Writer, error) {
+	size := opts.ChunkSize
+	if size == 0 {
+		size = DefaultChunkSize
+	}
+	if size < MinChunkSize || size > MaxChunkSize || size&(size-1) != 0 {
+		return nil, fmt.Errorf("spill chunk file: chunk size %d; give a power of two from %d to %d, or 0 for %d", size, MinChunkSize, MaxChunkSize, DefaultChunkSize)
+	}
+	if opts.Codec.id > codecZstd || (opts.Codec.id == codecZstd && opts.Codec.level == 0) {
+		return nil, fmt.Errorf("spill chunk file: codec %v was not made by ParseCodec, Zstd, None or LZ4", opts.Codec)
+	}
+	w := &Writer{dst: dst, comp: opts.Codec.newCompressor()}
+	w.hdr = header{codec: opts.Codec.id, chunkShift: byte(bits.TrailingZeros(uint(size)))}
+	if _, err := rand.Read(w.hdr.fileID[:]); err != nil {
+		return nil, fmt.Errorf("spill chunk file: making a file id: %w", err)
+	}
+	if opts.Key != nil {
+		w.hdr.seal, w.hdr.keyBytes = sealAESGCM, byte(len(opts.Key.secret))
+		aead, err := opts.Key.fileAEAD(w.hdr.fileID[:])
+		if err != nil {
+			return nil, err
+		}
+		w.aead = aead
+	}
+	w.hdr.marshal(w.hdrRaw[:])
+	w.check = w.hdr.checkSize()
+	w.rawFrame = make([]byte, bodyStart+size+w.check)
+	w.buf = w.rawFrame[bodyStart : bodyStart : bodyStart+size]
+	if w.comp != nil {
+		// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
+		w.compFrame = make([]byte, bodyStart+size+w.check+zstdSlack)
+	}
+	return w, nil
+}
+
+// Write buffers p and appends every chunk it completes; it returns len(p) unless an append failed.
+// A chunk is encoded straight from p when it can be, without a copy.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.closed {
+		return 0, ErrClosed
+	}
+	size := cap(w.buf)
+	n := len(p)
+	for len(p) > 0 {
+		if len(w.buf) == size { // full, and more is coming: it is not the last chunk
+			if err := w.writeChunk(w.buf, false); err != nil {
+				return n - len(p), err
+			}
+			w.buf = w.buf[:0]
+		}
+		if len(w.buf) == 0 && len(p) > size {
+			if err := w.writeChunk(p[:size], false); err != nil {
+				return n - len(p), err
+			}
+			p = p[size:]
+			continue
+		}
+		k := copy(w.buf[len(w.buf):size], p)
+		w.buf = w.buf[:len(w.buf)+k]
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// Close appends the last chunk (empty only if nothing was written). Closing twice returns the
+// first Close's result.
+func (w *Writer) Close() error {
+	if w.closed || w.err != nil {
+		return w.err
+	}
+	w.closed = true
+	if err := w.writeChunk(w.buf, true); err != nil {
+		return err
+	}
+	w.buf = nil
+	return nil
+}
+
+// LogicalSize is the number of bytes written to the Writer so far and appended in whole chunks.
+func (w *Writer) LogicalSize() int64 { return w.logical }
+
+// StoredSize is the number of bytes appended to the file: header, framing, compressed and sealed
+// chunks — what the file takes on disk.
+func (w *Writer) StoredSize() int64 { return w.stored }
+
+// Buffered is the number of bytes written to the Writer and not yet appended.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
+func (w *Writer) writeChunk(raw []byte, last bool) error {
+	inPlace := len(raw) > 0 && &raw[0] == &w.rawFrame[bodyStart]
+	ch := chunkHeader{rawLen: uint32(len(raw))}
+	if last {
+		ch.flags |= flagLast
+	}
+	frame, payload := w.rawFrame, raw
+	if w.comp != nil {
+		if c := w.comp.compress(raw, w.compFrame[bodyStart:bodyStart+cap(w.buf)]); c != nil {
+			ch.flags |= flagCompressed
+			if &c[0] != &w.compFrame[bodyStart] { // zstd grew its own buffer
+				copy(w.compFrame[bodyStart:], c)
+			}
+			frame, payload = w.compFrame, w.compFrame[bodyStart:bodyStart+len(c)]
+		}
+	}
+	ch.storedLen = uint32(len(payload) + w.check)
+	ch.marshal(frame[headerSize:bodyStart])
+	w.aad = associatedData(w.aad, w.hdrRaw[:], w.chunks, frame[headerSize:bodyStart])
+	end := bodyStart + len(payload) + w.check
+	if w.aead != nil {
+		// Seal writes the body from payload: in place when payload is already there.
+		w.aead.Seal(frame[bodyStart:bodyStart], nonce(&w.nonce, w.chunks), payload, w.aad)
+	} else {
+		if ch.flags&flagCompressed == 0 && !inPlace {
+			copy(frame[bodyStart:], payload)
+		}
+		crc := crc32.Update(crc32.Update(0, castagnoli, w.aad), castagnoli, payload)
+		binary.BigEndian.PutUint32(frame[end-crcSize:end], crc)
+	}
+	start := headerSize
+	if w.chunks == 0 {
+		copy(frame, w.hdrRaw[:])
+		start = 0
+	}
+	if _, err := w.dst.Write(frame[start:end]); err != nil {
+		w.err = fmt.Errorf("spill chunk file: appending chunk %d: %w", w.chunks, err)
+		return w.err
+	}
+	w.chunks++
+	w.logical += int64(len(raw))
+	w.stored += int64(end - start)
+	return nil
+}
