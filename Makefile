@@ -42,6 +42,7 @@ test-go:
 	go test -race -count=1 ./...
 	go test -run '^$$' -fuzz '^FuzzNewRoots$$' -fuzztime $(FUZZTIME) ./spill
 	go test -run '^$$' -fuzz '^FuzzAdd$$' -fuzztime $(FUZZTIME) ./plan/extsort
+	go test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./spill/chunkfile
 
 fuzz:
 	$(MAKE) test-go FUZZTIME=5m
