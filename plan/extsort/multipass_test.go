@@ -134,7 +134,14 @@ func TestThousandsOfRunsHoldTheBudget(t *testing.T) {
 			require.GreaterOrEqual(t, st.Runs, int64(2000))
 			require.Len(t, runFiles(t, root), int(st.Runs))
 
-			got := drainSampling(t, s, p, 4096)
+			dst := make([]byte, 4096)
+			k, err := s.Next(dst)
+			require.NoError(t, err)
+			p.sample()
+			freed, err := s.Spill()
+			require.NoError(t, err)
+			assert.Zero(t, freed, "the records in memory were spilled before the passes")
+			got := append(decode(t, bytes.Clone(dst[:k])), drainSampling(t, s, p, 4096)...)
 			assertSorted(t, recs, got) // against sort.SliceStable: equal keys in insertion order
 
 			st = s.Stats()
@@ -209,4 +216,58 @@ func TestRealENOSPCDuringAnIntermediatePass(t *testing.T) {
 	assert.Zero(t, m.Used())
 	assert.Empty(t, runFiles(t, small))
 	assert.Empty(t, runFiles(t, good))
+}
+
+// Add keeps room for the final merge's read buffers, so the records in memory at the end stay
+// there for the merge even when the budget was filled to the last record; a Spill during the
+// merge still writes them out.
+func TestRecordsInMemoryStayForTheFinalMerge(t *testing.T) {
+	const budget = 1 << 20
+	recs := randomRecords(24, 150_000, 16, 24)
+	// Find how many records fill three runs and the memory up to the last record before a
+	// fourth spill.
+	m, _ := newManager(t, 1<<30, nil)
+	probe := newSorter(t, m, budget)
+	n := 0
+	for ; n < len(recs); n++ {
+		require.NoError(t, probe.Add(AppendRecord(nil, recs[n].key, recs[n].val)))
+		if probe.Stats().Runs == 4 {
+			break
+		}
+	}
+	require.Less(t, n, len(recs))
+	recs = recs[:n] // the record that caused the fourth spill is left out
+
+	m, root := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, budget)
+	p := newPeakMeter(s)
+	addAll(t, s, recs, 1)
+	require.Equal(t, int64(3), s.Stats().Runs)
+	tail := s.MemoryUsed()
+	require.Greater(t, tail, int64(budget)-int64(budget)/reserveShare-1024, "memory is full but for the reserve")
+
+	dst := make([]byte, 4096)
+	k, err := s.Next(dst)
+	require.NoError(t, err)
+	got := decode(t, bytes.Clone(dst[:k]))
+	p.sample()
+	assert.Equal(t, int64(3), s.Stats().Runs, "the records in memory were not spilled to make room")
+	assert.Greater(t, s.MemoryUsed(), tail, "the tail is held, plus three read buffers")
+
+	freed, err := s.Spill()
+	require.NoError(t, err)
+	assert.Positive(t, freed)
+	assert.Equal(t, int64(4), s.Stats().Runs)
+	assert.Len(t, runFiles(t, root), 4)
+	p.sample()
+
+	got = append(got, drainSampling(t, s, p, 4096)...)
+	assertSorted(t, recs, got)
+	st := s.Stats()
+	assert.Equal(t, int64(1), st.MergePasses)
+	assert.Zero(t, st.IntermediateRuns)
+	assert.LessOrEqual(t, p.peak, int64(budget))
+	require.NoError(t, s.Close())
+	assert.Empty(t, runFiles(t, root))
+	assert.Zero(t, m.Used())
 }
