@@ -26,18 +26,18 @@
 // plus a 16-byte index entry per record, plus, once merging, the read buffers of the runs open
 // and, during an intermediate merge pass, the write buffer of the run it writes.
 //
-// While records are added, Add spills before a record would take MemoryUsed over the budget less
-// a reserve for the final merge's read buffers (4 KiB, or the largest record, per run spilled,
-// up to 1/64 of the budget), so that the records still in memory at the end can usually stay
-// there for the merge.
+// While records are added, Add spills before a record would take MemoryUsed over the budget
+// less a reserve for the final merge's read buffers (4 KiB, or the run's largest record, per run
+// spilled, up to 1/64 of the budget), so that the records still in memory at the end can
+// usually stay there for the merge.
 //
-// The merge opens only as many runs as their read buffers fit in the budget, counting each at
-// least 4 KiB, or the largest record added if that is larger (a buffer grows to hold a record).
+// A merge opens only as many runs as their read buffers fit in the budget, counting each at 4
+// KiB, or at the largest record in that run if that is larger (a buffer grows to hold a record).
 // When the runs do not fit beside the records still in memory, those records are spilled as one
 // more run first; when the runs are still too many, intermediate passes merge contiguous groups
 // of the oldest runs, each group into a new run that takes its place in age order (so equal keys
-// keep their order), through a 4 KiB or larger write buffer, until the final merge fits. A merge
-// never opens fewer than two runs.
+// keep their order), through a write buffer of 4 KiB or more, until the final merge fits. A
+// merge never opens fewer than two runs.
 //
 // So MemoryUsed never passes the largest of:
 //
@@ -49,7 +49,7 @@
 //
 // That is, MemoryUsed ≤ budget + 2 × max(4 KiB, R) + 4 KiB at any size of input. Not counted are
 // the transient buffer that writes a run from memory (at most 256 KiB, freed before the call
-// that spills returns), Go's own overhead, and the merge heap's pointers (a few words per run open).
+// that spills returns), Go's own overhead, and the merge heap's pointers (a few words a run).
 // On disk, an intermediate pass holds its group's data at most twice (each input file is
 // released once read to its end), so the spill limit must allow for one group beyond the data.
 //
@@ -133,6 +133,7 @@ type Sorter struct {
 	mem       memTable // records held in memory, in insertion order
 	maxRecord int64    // the largest record added, encoded: a read buffer may grow to it
 	runs      []*run   // sorted runs, oldest first
+	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
 	stats     Stats
 
 	// unreleased are run files whose delete failed: Close tries again (and the manager's Close

@@ -30,8 +30,13 @@ const (
 // written so far stay in the full disk's file, and the rest go to a new file on another disk.
 // Every segment ends at a record boundary.
 type run struct {
-	files []*spill.File // segments in order; a slot is nil once that file is released
+	files     []*spill.File // segments in order; a slot is nil once that file is released
+	maxRecord int64         // the run's largest record, encoded: its read buffer may grow to it
 }
+
+// cost is the memory a merge plans for reading r: a minimal read buffer, or r's largest record
+// if that is larger.
+func (r *run) cost() int64 { return max(minReadBuf, r.maxRecord) }
 
 func (r *run) size() int64 {
 	var n int64
@@ -54,6 +59,7 @@ func (s *Sorter) spill() (int64, error) {
 	}
 	freed := s.mem.memory()
 	s.runs = append(s.runs, r)
+	s.runsCost += r.cost()
 	s.mem.reset()
 	s.countRun(r, freed)
 	return freed, nil
@@ -74,6 +80,7 @@ func (s *Sorter) spillTail() (int64, error) {
 		return 0, err
 	}
 	s.runs = append(s.runs, r)
+	s.runsCost += r.cost()
 	src.run = s.openRun(r, maxReadBuf)
 	src.idx, s.tail = nil, nil
 	s.mem.reset()
@@ -154,6 +161,7 @@ func (s *Sorter) newRunWriter(bufSize int) (*runWriter, error) {
 }
 
 func (w *runWriter) write(rec []byte) error {
+	w.run.maxRecord = max(w.run.maxRecord, int64(len(rec)))
 	if len(w.buf)+len(rec) > cap(w.buf) {
 		if err := w.flush(); err != nil {
 			return err
@@ -303,36 +311,41 @@ type source struct {
 	pos int        // idx[pos-1] is the tail's current record
 }
 
-// perRun is the memory a merge plans for each run it opens: a minimal read buffer, or the
-// largest record, which a buffer grows to hold.
-func (s *Sorter) perRun() int64 { return max(minReadBuf, s.maxRecord) }
-
 // mergeReserve is the memory Add keeps free for the final merge's read buffers, so that the
-// records still in memory at the end can stay there for it: one buffer per run, up to a
+// records still in memory at the end can stay there for it: the cost of every run, up to
 // 1/reserveShare of the budget. Past that the final merge may have to spill them first.
-func (s *Sorter) mergeReserve() int64 {
-	return min(int64(len(s.runs))*s.perRun(), s.budget/reserveShare)
+func (s *Sorter) mergeReserve() int64 { return min(s.runsCost, s.budget/reserveShare) }
+
+// finalFits reports whether the final merge may open every run next to tailMem bytes of
+// records in memory: when their costs fit in the budget left, or, with no records in memory,
+// when there are two runs or fewer (a merge never opens fewer).
+func (s *Sorter) finalFits(tailMem int64) bool {
+	return s.runsCost <= s.budget-tailMem || tailMem == 0 && len(s.runs) <= 2
 }
 
-// finalFanIn is how many runs the final merge may open next to tailMem bytes of in-memory
-// records: as many as their buffers fit in the budget left; with no tail, never fewer than two.
-func (s *Sorter) finalFanIn(tailMem int64) int {
-	n := int((s.budget - tailMem) / s.perRun())
-	if tailMem == 0 {
-		n = max(2, n)
+// readBufSize is the read buffer to give each of runs sharing avail bytes: the largest, up to
+// maxReadBuf, such that the runs' buffers, each grown to its run's largest record if that is
+// larger, fit in avail together; minReadBuf when even that does not fit.
+func readBufSize(runs []*run, avail int64) int {
+	fits := func(buf int64) bool {
+		var sum int64
+		for _, r := range runs {
+			sum += max(buf, r.maxRecord)
+		}
+		return sum <= avail
 	}
-	return max(0, n)
-}
-
-// passFanIn is how many runs an intermediate pass merges at once: as many as fit in the budget
-// with a minimal write buffer for the new run, never fewer than two.
-func (s *Sorter) passFanIn() int {
-	return max(2, int((s.budget-minReadBuf)/s.perRun()))
-}
-
-// readBufSize sizes the read buffers of n runs sharing avail bytes.
-func readBufSize(avail int64, n int) int {
-	return int(max(minReadBuf, min(maxReadBuf, avail/int64(max(1, n)))))
+	lo, hi := int64(minReadBuf), int64(maxReadBuf)
+	if !fits(lo) {
+		return minReadBuf
+	}
+	for lo < hi {
+		if mid := (lo + hi + 1) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return int(lo)
 }
 
 // startMerge ends the input. When the runs' read buffers do not fit in the memory the in-memory
@@ -342,7 +355,7 @@ func readBufSize(avail int64, n int) int {
 func (s *Sorter) startMerge() error {
 	s.merging = true
 	if len(s.runs) > 0 {
-		if len(s.runs) > s.finalFanIn(s.mem.memory()) {
+		if !s.finalFits(s.mem.memory()) {
 			if _, err := s.spill(); err != nil {
 				return err
 			}
@@ -352,7 +365,7 @@ func (s *Sorter) startMerge() error {
 		}
 		s.stats.MergePasses++ // the final one, into the output
 	}
-	bufSize := readBufSize(s.budget-s.mem.memory(), len(s.runs))
+	bufSize := readBufSize(s.runs, s.budget-s.mem.memory())
 	for i, r := range s.runs {
 		src := &source{ord: i, run: s.openRun(r, bufSize)}
 		s.heap = append(s.heap, src)
@@ -370,24 +383,36 @@ func (s *Sorter) startMerge() error {
 }
 
 // mergePasses merges runs until the final merge can open them all. Each pass goes through the
-// runs from the oldest, merging contiguous groups of at most passFanIn runs, each into a new
-// run that takes the group's place in age order, until few enough are left. Merging only
-// neighbours in age keeps the sort stable: within a group, equal keys come out oldest run first,
-// and every run outside it is older or younger than the whole group.
+// runs from the oldest, merging contiguous groups, each into a new run that takes the group's
+// place in age order, until the final merge fits. Merging only neighbours in age keeps the sort
+// stable: within a group, equal keys come out oldest run first, and every run outside it is
+// older or younger than the whole group.
 func (s *Sorter) mergePasses() error {
-	fanIn, limit := s.passFanIn(), s.finalFanIn(0)
-	for len(s.runs) > limit {
+	for !s.finalFits(0) {
 		s.stats.MergePasses++
-		excess := len(s.runs) - limit
-		for i := 0; excess > 0 && len(s.runs)-i >= 2; i++ {
-			g := min(fanIn, excess+1, len(s.runs)-i)
-			if err := s.mergeGroup(i, g); err != nil {
+		for i := 0; i < len(s.runs)-1 && !s.finalFits(0); i++ {
+			if err := s.mergeGroup(i, s.groupSize(i)); err != nil {
 				return err
 			}
-			excess -= g - 1
 		}
 	}
 	return nil
+}
+
+// groupSize is how many runs from s.runs[i] on to merge into one: as many as fit in the budget
+// with a minimal write buffer, at least two, and no more than the final merge needs merged.
+func (s *Sorter) groupSize(i int) int {
+	excess := s.runsCost - s.budget // what merging must save: a group's cost becomes its largest
+	var sum, largest int64
+	g := 0
+	for _, r := range s.runs[i:] {
+		c := r.cost()
+		if g >= 2 && (sum+c+minReadBuf > s.budget || sum-largest >= excess) {
+			break
+		}
+		sum, largest, g = sum+c, max(largest, c), g+1
+	}
+	return g
 }
 
 // pass is the intermediate merge in progress: what it holds in memory.
@@ -400,11 +425,15 @@ type pass struct {
 // released as soon as they have been read.
 func (s *Sorter) mergeGroup(i, g int) error {
 	group := s.runs[i : i+g]
+	var cost int64
+	for _, r := range group {
+		cost += r.cost()
+	}
 	// Buffers within the budget: the write buffer as large as a fair share allows, the read
-	// buffers sharing the rest; when that leaves a reader less than perRun, the write buffer is
-	// the minimum (passFanIn counted on it).
+	// buffers sharing the rest; when the inputs' costs leave too little for that, the write
+	// buffer is the minimum (groupSize counted on it).
 	write := max(minReadBuf, min(writeBufSize, s.budget/int64(g+1)))
-	if (s.budget-write)/int64(g) < s.perRun() {
+	if cost+write > s.budget {
 		write = minReadBuf
 	}
 	w, err := s.newRunWriter(int(write))
@@ -414,7 +443,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 	p := &pass{w: w}
 	s.pass = p
 	defer func() { s.pass = nil }()
-	bufSize := readBufSize(s.budget-write, g)
+	bufSize := readBufSize(group, s.budget-write)
 	for ord, r := range group {
 		src := &source{ord: ord, run: s.openRun(r, bufSize)}
 		p.heap = append(p.heap, src)
@@ -431,6 +460,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 		return fmt.Errorf("extsort: merging %d runs into one: %w", g, err)
 	}
 	s.runs = slices.Replace(s.runs, i, i+g, w.run)
+	s.runsCost += w.run.cost() - cost
 	s.stats.IntermediateRuns++
 	s.stats.IntermediateBytes += w.run.size()
 	return nil
