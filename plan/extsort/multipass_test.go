@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spillway/spillway/spill"
 	"github.com/spillway/spillway/spill/faultenv"
 )
 
@@ -276,4 +277,32 @@ func TestRecordsInMemoryStayForTheFinalMerge(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Empty(t, runFiles(t, root))
 	assert.Zero(t, m.Used())
+}
+
+// An intermediate run counts against the manager's limit like any other: a pass that cannot
+// write it fails the sort with the limit's error, and Close leaves nothing behind.
+func TestIntermediatePassOverTheLimitFailsCleanly(t *testing.T) {
+	const budget = 64 << 10
+	recs := manyRuns(25, 6_000, 24)
+	probeManager, _ := newManager(t, 1<<30, nil)
+	probe := newSorter(t, probeManager, budget)
+	addSpilling(t, probe, newPeakMeter(probe), recs, 12)
+	spilled := probeManager.Used()
+
+	// Room for every run spilled, and less than a pass needs beside them.
+	m, root := newManager(t, spilled+minReadBuf-1, nil)
+	s := newSorter(t, m, budget)
+	addSpilling(t, s, newPeakMeter(s), recs, 12)
+	require.Equal(t, spilled, m.Used())
+	_, err := s.Next(make([]byte, 4096))
+	var limitErr *spill.LimitError
+	require.ErrorAs(t, err, &limitErr)
+	assert.Contains(t, err.Error(), "merging")
+	assert.Contains(t, err.Error(), "test.limit")
+	_, err = s.Next(make([]byte, 4096))
+	require.ErrorAs(t, err, &limitErr, "the broken sort keeps failing")
+	require.NoError(t, s.Close())
+	assert.Empty(t, runFiles(t, root))
+	assert.Zero(t, m.Used())
+	assert.Zero(t, s.MemoryUsed())
 }

@@ -457,7 +457,8 @@ func (s *Sorter) mergeGroup(i, g int) error {
 	}
 	if err != nil {
 		s.releaseRun(w.run)
-		return fmt.Errorf("extsort: merging %d runs into one: %w", g, err)
+		// Say why there is a pass at all: its disk use comes on top of the runs'.
+		return fmt.Errorf("extsort: merging %d runs into one, as %d runs are too many to merge at once in a memory budget of %d bytes: %w", g, len(s.runs), s.budget, err)
 	}
 	s.runs = slices.Replace(s.runs, i, i+g, w.run)
 	s.runsCost += w.run.cost() - cost
