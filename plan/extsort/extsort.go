@@ -250,7 +250,9 @@ func (s *Sorter) Stats() Stats {
 // sorted order, and returns the bytes filled, in the batch format. It returns 0 once every record
 // has been returned. If the next record alone does not fit in dst, it returns 0 and a
 // *RecordTooLargeError and consumes nothing. A run file is released as soon as it has been
-// merged. Any other error breaks the sorter; close it.
+// merged. When there are more runs than one merge may open within the budget, the first call
+// first merges them in intermediate passes (see Memory in the package doc), which rewrites the
+// spilled data once per pass. Any other error breaks the sorter; close it.
 func (s *Sorter) Next(dst []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
