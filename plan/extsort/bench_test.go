@@ -8,8 +8,9 @@ import (
 )
 
 // BenchmarkSort sorts 1M records of 16-byte random keys and 16-byte values (40 MB encoded), added
-// in 1 MiB batches and read back in 1 MiB batches, with a budget that forces spills and with one
-// that holds everything.
+// in 1 MiB batches and read back in 1 MiB batches, with a budget that forces spills, one so small
+// that the runs are too many for one merge (intermediate passes), and one that holds everything.
+// written-MB is every byte written to run files, intermediate runs included.
 func BenchmarkSort(b *testing.B) {
 	const records = 1 << 20
 	const batchBytes = 1 << 20
@@ -28,14 +29,14 @@ func BenchmarkSort(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		budget int64
-	}{{"spill/budget=8MiB", 8 << 20}, {"memory/budget=256MiB", 256 << 20}} {
+	}{{"spill/budget=8MiB", 8 << 20}, {"manyruns/budget=256KiB", 256 << 10}, {"memory/budget=256MiB", 256 << 20}} {
 		b.Run(bc.name, func(b *testing.B) {
 			roots, err := spill.NewRoots([]string{b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}
 			dst := make([]byte, batchBytes)
-			var runs int64
+			var st Stats
 			b.SetBytes(records * 40)
 			for b.Loop() {
 				m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30})
@@ -60,7 +61,7 @@ func BenchmarkSort(b *testing.B) {
 						break
 					}
 				}
-				runs = s.Stats().Runs
+				st = s.Stats()
 				if err := s.Close(); err != nil {
 					b.Fatal(err)
 				}
@@ -69,7 +70,9 @@ func BenchmarkSort(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-			b.ReportMetric(float64(runs), "runs")
+			b.ReportMetric(float64(st.Runs), "runs")
+			b.ReportMetric(float64(st.MergePasses), "passes")
+			b.ReportMetric(float64(st.SpilledBytes+st.IntermediateBytes)/(1<<20), "written-MB")
 		})
 	}
 }

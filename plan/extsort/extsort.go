@@ -23,12 +23,39 @@
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 1 MiB; a larger record gets its own chunk),
-// plus a 16-byte index entry per record, plus, once merging, the read-ahead buffers of the runs
-// (up to 64 KiB each, less when the budget is tight; the number of runs is not bounded, so a
-// merge of very many runs may pass the budget by their buffers). Add spills before a record would
-// take MemoryUsed over the budget, so the budget is passed by at most one record: a record larger
-// than the whole budget is held alone. The transient buffer used while a run is written (at most
-// 256 KiB) is not counted.
+// plus a 16-byte index entry per record, plus, once merging, the read buffers of the runs open
+// and, during an intermediate merge pass, the write buffer of the run it writes.
+//
+// While records are added, Add spills before a record would take MemoryUsed over the budget
+// less a reserve for the final merge's read buffers (4 KiB, or the run's largest record, per run
+// spilled, up to 1/64 of the budget), so that the records still in memory at the end can
+// usually stay there for the merge.
+//
+// A merge opens only as many runs as their read buffers fit in the budget, counting each at 4
+// KiB, or at the largest record in that run if that is larger (a buffer grows to hold a record).
+// When the runs do not fit beside the records still in memory, those records are spilled as one
+// more run first; when the runs are still too many, intermediate passes merge contiguous groups
+// of the oldest runs, each group into a new run that takes its place in age order (so equal keys
+// keep their order), through a write buffer of 4 KiB or more, until the final merge fits. A
+// merge never opens fewer than two runs.
+//
+// So MemoryUsed never passes the largest of:
+//
+//   - the budget;
+//   - R + 16, where R is the largest record added (encoded, header included): a record larger
+//     than the whole budget is held alone;
+//   - 2 × max(4 KiB, R) + 4 KiB: the smallest merge there is, two runs into a third, needed
+//     only when the budget is smaller than that.
+//
+// That is, MemoryUsed ≤ budget + 2 × max(4 KiB, R) + 4 KiB at any size of input. Not counted are
+// the transient buffer that writes a run from memory (at most 256 KiB, freed before the call
+// that spills returns), Go's own overhead, and the merge heap's pointers (a few words a run).
+// On disk, an intermediate pass holds its group's data at most twice (each input file is
+// released once read to its end), so the spill limit must allow for one group beyond the data.
+//
+// The merge passes run inside the first Next call, under the sorter's lock: a Spill or
+// MemoryUsed from another thread waits for them. The records in memory are spilled before the
+// passes, so such a Spill has nothing to free anyway.
 package extsort
 
 import (
@@ -84,9 +111,16 @@ func (e *RecordTooLargeError) Error() string {
 // Stats counts what a sorter has done.
 type Stats struct {
 	Records       int64 // records added
-	Runs          int64 // sorted runs written to spill files
-	SpilledBytes  int64 // bytes written to run files
+	Runs          int64 // sorted runs spilled from memory
+	SpilledBytes  int64 // bytes written to those runs
 	SpilledMemory int64 // bytes of memory freed by spills
+
+	// MergePasses is how many times the merge went through spilled data: 0 when nothing was
+	// spilled, 1 when the runs were merged straight into the output, more when there were
+	// too many runs for the memory and intermediate passes merged them into fewer first.
+	MergePasses       int64
+	IntermediateRuns  int64 // runs written by intermediate passes (not counted in Runs)
+	IntermediateBytes int64 // bytes written to them (not counted in SpilledBytes)
 }
 
 // Sorter is one external sort. It is safe for concurrent use: Spark may ask it to Spill from
@@ -96,13 +130,22 @@ type Sorter struct {
 	m      *spill.Manager
 	budget int64
 
-	mem   memTable      // records held in memory, in insertion order
-	runs  []*spill.File // run files, oldest first; a slot is nil once its file is released
-	stats Stats
+	mem       memTable // records held in memory, in insertion order
+	maxRecord int64    // the largest record added, encoded: a read buffer may grow to it
+	runs      []*run   // sorted runs, oldest first
+	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
+	stats     Stats
+
+	// unreleased are run files whose delete failed: Close tries again (and the manager's Close
+	// deletes them in any case).
+	unreleased []*spill.File
 
 	merging bool      // Next has been called: input is over
-	heap    []*source // merge sources not yet exhausted, a min-heap by (key, ord)
+	heap    []*source // final merge sources not yet exhausted, a min-heap by (key, ord)
 	tail    *source   // the in-memory source while it is still in memory and not exhausted
+	pass    *pass     // the intermediate merge in progress, if any
+
+	onMergeStep func() // a test hook, called after each record an intermediate pass writes
 
 	err    error // why the sort broke; every later call but Close fails with it
 	closed bool
@@ -140,7 +183,8 @@ func (s *Sorter) Add(batch []byte) error {
 	}
 	for off := 0; off < len(batch); {
 		rec := batch[off : off+recordSize(batch[off:])]
-		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget {
+		s.maxRecord = max(s.maxRecord, int64(len(rec)))
+		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget-s.mergeReserve() {
 			if _, err := s.spill(); err != nil {
 				s.err = err
 				return err
@@ -178,13 +222,21 @@ func (s *Sorter) MemoryUsed() int64 {
 }
 
 func (s *Sorter) memoryUsed() int64 {
-	used := s.mem.memory()
-	for _, src := range s.heap {
-		if src.run != nil {
-			used += int64(len(src.run.buf))
-		}
+	used := s.mem.memory() + readBuffers(s.heap)
+	if s.pass != nil {
+		used += readBuffers(s.pass.heap) + int64(cap(s.pass.w.buf))
 	}
 	return used
+}
+
+func readBuffers(h []*source) int64 {
+	var n int64
+	for _, src := range h {
+		if src.run != nil {
+			n += int64(len(src.run.buf))
+		}
+	}
+	return n
 }
 
 // Stats returns the sorter's counters.
@@ -198,7 +250,9 @@ func (s *Sorter) Stats() Stats {
 // sorted order, and returns the bytes filled, in the batch format. It returns 0 once every record
 // has been returned. If the next record alone does not fit in dst, it returns 0 and a
 // *RecordTooLargeError and consumes nothing. A run file is released as soon as it has been
-// merged. Any other error breaks the sorter; close it.
+// merged. When there are more runs than one merge may open within the budget, the first call
+// first merges them in intermediate passes (see Memory in the package doc), which rewrites the
+// spilled data once per pass. Any other error breaks the sorter; close it.
 func (s *Sorter) Next(dst []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -226,11 +280,9 @@ func (s *Sorter) Next(dst []byte) (int, error) {
 			return 0, err
 		}
 		if top.rec == nil {
-			last := len(s.heap) - 1
-			s.heap[0], s.heap[last] = s.heap[last], nil
-			s.heap = s.heap[:last]
+			s.heap = pop(s.heap)
 		}
-		s.siftDown(0)
+		siftDown(s.heap, 0)
 	}
 	return n, nil
 }
@@ -245,7 +297,11 @@ func (s *Sorter) Close() error {
 	}
 	s.closed = true
 	var errs []error
-	for _, f := range s.runs {
+	files := s.unreleased
+	for _, r := range s.runs {
+		files = append(files, r.files...)
+	}
+	for _, f := range files {
 		if f == nil {
 			continue
 		}
@@ -254,7 +310,7 @@ func (s *Sorter) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	s.runs, s.heap, s.tail = nil, nil, nil
+	s.runs, s.unreleased, s.heap, s.tail, s.pass = nil, nil, nil, nil, nil
 	s.mem.reset()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("extsort: releasing run files: %w", err)

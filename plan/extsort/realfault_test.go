@@ -30,8 +30,9 @@ func managerOver(t *testing.T, roots ...string) *spill.Manager {
 	return m
 }
 
-// A run whose disk fills up is written again on the other root, from the records still in
-// memory: the sort finishes with every record, and nothing is left on the full disk.
+// A run whose disk fills up goes on in a new file on the other root (here from its first byte,
+// so the empty file on the full disk is released): the sort finishes with every record, and
+// nothing is left on the full disk.
 func TestRealENOSPCRunIsWrittenAgainOnAnotherRoot(t *testing.T) {
 	full, good := fullTmpfs(t), t.TempDir()
 	m := managerOver(t, full, good)
