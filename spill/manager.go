@@ -43,6 +43,10 @@ type Config struct {
 	Shared             *Shared
 	SharedLimit        int64
 	SharedLimitSetting string // names the configuration that sets SharedLimit
+
+	// Format frames the files made by CreateFramedFile (codec, key, chunk size); fixed for the
+	// manager's life. The zero value: no compression, no encryption, CRC-32C per chunk.
+	Format Format
 }
 
 // Shared is what the managers of one process (a Spark executor) share: a budget over the bytes
@@ -57,12 +61,15 @@ func (s *Shared) Used() int64 { return s.used.Load() }
 
 // Stats counts what managers did. Every field is updated atomically and may be read at any time.
 type Stats struct {
-	PlansSpilled  atomic.Int64 // managers that created at least one file
-	DirsCreated   atomic.Int64 // plan dirs created, healed ones included
-	FilesCreated  atomic.Int64 // spill files created
-	BytesWritten  atomic.Int64 // bytes written to spill files
-	LimitFailures atomic.Int64 // writes refused by a limit
-	FSErrors      atomic.Int64 // filesystem calls that failed
+	PlansSpilled atomic.Int64 // managers that created at least one file
+	DirsCreated  atomic.Int64 // plan dirs created, healed ones included
+	FilesCreated atomic.Int64 // spill files created
+	BytesWritten atomic.Int64 // bytes written to spill files: on disk, framing included
+	// LogicalBytesWritten counts the plain bytes written through framed files' Writers, as
+	// appended in whole chunks (their on-disk bytes are in BytesWritten).
+	LogicalBytesWritten atomic.Int64
+	LimitFailures       atomic.Int64 // writes refused by a limit
+	FSErrors            atomic.Int64 // filesystem calls that failed
 }
 
 // Manager is one plan's spill space. It is safe for concurrent use.
@@ -71,6 +78,7 @@ type Manager struct {
 	limit   int64
 	setting string
 	fs      FS
+	format  Format
 
 	used atomic.Int64 // bytes reserved by writes in flight plus bytes in live files
 
@@ -138,7 +146,7 @@ func (m *Manager) Init(cfg Config) error {
 	if cfg.Shared != nil && cfg.SharedLimit < 0 {
 		return &ConfigError{Reason: "the shared spill limit is negative (" + formatBytes(cfg.SharedLimit) + "); give 0 or more bytes"}
 	}
-	m.roots, m.limit, m.setting, m.fs = cfg.Roots, cfg.Limit, cfg.LimitSetting, cfg.FS
+	m.roots, m.limit, m.setting, m.fs, m.format = cfg.Roots, cfg.Limit, cfg.LimitSetting, cfg.FS, cfg.Format
 	m.shared, m.sharedLimit, m.sharedSetting = cfg.Shared, cfg.SharedLimit, cfg.SharedLimitSetting
 	if m.fs == nil {
 		m.fs = OSFS{}
@@ -499,11 +507,12 @@ type File struct {
 	name string
 	path string
 
-	mu     sync.Mutex
-	h      Handle // nil once released
-	size   int64  // bytes written and counted against the limit
-	broken error  // non-nil once a failed write's tail could not be truncated: no more writes
-	gone   bool   // deleted from disk, its bytes given back
+	mu      sync.Mutex
+	h       Handle // nil once released
+	size    int64  // bytes written and counted against the limit
+	broken  error  // non-nil once a failed write's tail could not be truncated: no more writes
+	framing int    // framingRaw, framingWriting or framingFinished
+	gone    bool   // deleted from disk, its bytes given back
 }
 
 // Path is the file's absolute path.
@@ -569,6 +578,8 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 		return ErrFileReleased
 	case f.broken != nil:
 		return f.broken
+	case f.framing == framingFinished:
+		return ErrFinished
 	case n < 0:
 		return &ConfigError{Reason: "a write of " + formatBytes(n) + "; give 0 or more bytes"}
 	case n == 0:

@@ -103,6 +103,22 @@ func (r *Reader) Codec() string { return r.hdr.codec.String() }
 // Sealed tells whether the file's chunks are sealed with AES-GCM.
 func (r *Reader) Sealed() bool { return r.hdr.seal == sealAESGCM }
 
+// Memory is the bytes of chunk buffers the Reader holds now: at most ReaderMemory of its chunk
+// size when it reads synchronously, twice that with read-ahead.
+func (r *Reader) Memory() int {
+	n := 0
+	for _, s := range r.slots {
+		if s != nil {
+			n += cap(s.stored) + cap(s.plain)
+		}
+	}
+	return n
+}
+
+// ReaderMemory bounds what Memory returns for a synchronous Reader of a file of chunkSize: one
+// chunk's stored bytes with the next chunk's header, and one chunk decompressed.
+func ReaderMemory(chunkSize int) int { return 2*chunkSize + tagSize + chunkHeaderSize }
+
 // Read reads the file's bytes in order; it returns io.EOF after the last chunk, and the chunk's
 // *FormatError (or I/O error) once it reaches a chunk that does not verify.
 func (r *Reader) Read(p []byte) (int, error) {

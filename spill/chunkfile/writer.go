@@ -156,6 +156,23 @@ func (w *Writer) LogicalSize() int64 { return w.logical }
 // chunks — what the file takes on disk.
 func (w *Writer) StoredSize() int64 { return w.stored }
 
+// Memory is the bytes of buffers the Writer holds: its frames, about one chunk each (two when the
+// file is compressed). The zstd encoder's state is shared by all Writers and not counted.
+func (w *Writer) Memory() int { return cap(w.rawFrame) + cap(w.compFrame) }
+
+// WriterMemory bounds what Memory returns for any Writer of chunkSize (0 for DefaultChunkSize)
+// with codec, so a caller can plan for it before making one.
+func WriterMemory(chunkSize int, codec Codec) int {
+	if chunkSize == 0 {
+		chunkSize = DefaultChunkSize
+	}
+	n := bodyStart + chunkSize + tagSize
+	if codec.id != codecNone {
+		n += bodyStart + chunkSize + tagSize + zstdSlack
+	}
+	return n
+}
+
 // Buffered is the number of bytes written to the Writer and not yet appended.
 func (w *Writer) Buffered() int { return len(w.buf) }
 

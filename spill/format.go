@@ -1,0 +1,207 @@
+package spill
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/spillway/spillway/spill/chunkfile"
+)
+
+// Format is how a manager frames its files (see package chunkfile and
+// docs/spill-file-format.md). It is fixed when the manager is made. The zero Format frames
+// with no compression and no encryption, each chunk checked by CRC-32C.
+type Format struct {
+	Codec chunkfile.Codec
+	// Key seals every chunk with AES-GCM; nil leaves chunks in the clear. Take it from
+	// ProcessKey: one key per size for the whole process, made once, never per plan.
+	Key *chunkfile.Key
+	// ChunkSize is the plaintext size of a framed file's chunks, 0 for chunkfile.DefaultChunkSize.
+	ChunkSize int
+}
+
+// processKeys holds the process's keys, one per AES key size, each made when first asked for.
+var processKeys [3]struct {
+	once sync.Once
+	key  *chunkfile.Key
+	err  error
+}
+
+// ProcessKey returns the process's key of bits bits (128, 192 or 256), made by crypto/rand the
+// first time it is asked for and then shared by every manager: spill files are read only by the
+// process that wrote them, and a plan that never spills costs no key.
+func ProcessKey(bits int) (*chunkfile.Key, error) {
+	var i int
+	switch bits {
+	case 128:
+		i = 0
+	case 192:
+		i = 1
+	case 256:
+		i = 2
+	default:
+		return nil, &ConfigError{Reason: fmt.Sprintf("an encryption key of %d bits; give 128, 192 or 256 (spark.io.encryption.keySizeBits)", bits)}
+	}
+	k := &processKeys[i]
+	k.once.Do(func() { k.key, k.err = chunkfile.NewKey(bits) })
+	return k.key, k.err
+}
+
+// Format is the manager's file format.
+func (m *Manager) Format() Format { return m.format }
+
+// Writer writes a framed spill file: the bytes written to it are cut into chunks, compressed and
+// sealed as the manager's Format says, and each chunk is appended to the File whole or not at all
+// (File.Write), so the limits count the bytes on disk — compressed, with framing — reserved
+// before each chunk and given back if it fails. Close must be called to write the last chunk; the
+// file can then be read back with File.OpenReader. After a failed Write or Close the file holds
+// its whole chunks only and takes no more writes: Release it. A Writer is not safe for concurrent
+// use.
+type Writer struct {
+	f *File
+	w *chunkfile.Writer
+}
+
+// CreateFramedFile creates a spill file, as CreateFile does, to be written through the returned
+// Writer with the manager's Format.
+func (m *Manager) CreateFramedFile() (*Writer, error) {
+	return m.CreateFramedFileWithChunkSize(m.format.ChunkSize)
+}
+
+// CreateFramedFileWithChunkSize is CreateFramedFile with another chunk size (a power of two from
+// chunkfile.MinChunkSize to chunkfile.MaxChunkSize, or 0 for the default): smaller chunks let a
+// reader of many files at once, a merge, hold less memory per file.
+func (m *Manager) CreateFramedFileWithChunkSize(chunkSize int) (*Writer, error) {
+	// Check the options before creating anything, so a bad size leaves no file behind.
+	if chunkSize != 0 && (chunkSize < chunkfile.MinChunkSize || chunkSize > chunkfile.MaxChunkSize || chunkSize&(chunkSize-1) != 0) {
+		return nil, &ConfigError{Reason: fmt.Sprintf("a chunk size of %d bytes; give a power of two from %d to %d, or 0 for %d", chunkSize, chunkfile.MinChunkSize, chunkfile.MaxChunkSize, chunkfile.DefaultChunkSize)}
+	}
+	f, err := m.CreateFile()
+	if err != nil {
+		return nil, err
+	}
+	w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: chunkSize})
+	if err != nil {
+		_ = f.Release()
+		return nil, err
+	}
+	f.mu.Lock()
+	f.framing = framingWriting
+	f.mu.Unlock()
+	return &Writer{f: f, w: w}, nil
+}
+
+// File is the file written.
+func (w *Writer) File() *File { return w.f }
+
+// Write frames p onto the file; see chunkfile.Writer.Write. It returns len(p) unless a chunk could
+// not be appended; the error then names the file (and wraps a *LimitError, say).
+func (w *Writer) Write(p []byte) (int, error) {
+	before := w.w.LogicalSize()
+	n, err := w.w.Write(p)
+	w.f.m.stats().LogicalBytesWritten.Add(w.w.LogicalSize() - before)
+	if err != nil {
+		return n, fmt.Errorf("spill: writing %s: %w", w.f.path, err)
+	}
+	return n, nil
+}
+
+// Close writes the last chunk and marks the file finished, so that it can be read. It does not
+// release the file. Closing twice returns the first Close's result.
+func (w *Writer) Close() error {
+	before := w.w.LogicalSize()
+	err := w.w.Close()
+	w.f.m.stats().LogicalBytesWritten.Add(w.w.LogicalSize() - before)
+	if err != nil {
+		return fmt.Errorf("spill: finishing %s: %w", w.f.path, err)
+	}
+	w.f.mu.Lock()
+	w.f.framing = framingFinished
+	w.f.mu.Unlock()
+	return nil
+}
+
+// LogicalSize is the number of plain bytes appended in whole chunks so far.
+func (w *Writer) LogicalSize() int64 { return w.w.LogicalSize() }
+
+// StoredSize is the number of bytes the file takes on disk, as counted against the limits.
+func (w *Writer) StoredSize() int64 { return w.w.StoredSize() }
+
+// Buffered is the number of bytes written and not yet appended.
+func (w *Writer) Buffered() int { return w.w.Buffered() }
+
+// Memory is the bytes of buffers the Writer holds (chunkfile.WriterMemory bounds it).
+func (w *Writer) Memory() int { return w.w.Memory() }
+
+// Reader reads a finished framed file back: it decodes and verifies each chunk before returning
+// its bytes, and fails with an error naming the file and the chunk (wrapping a
+// *chunkfile.FormatError) for a file that is not what its Writer wrote. Close must be called. A
+// Reader is not safe for concurrent use.
+type Reader struct {
+	f *File
+	r *chunkfile.Reader
+}
+
+// ReaderOptions tune a Reader; see chunkfile.ReaderOptions.
+type ReaderOptions = chunkfile.ReaderOptions
+
+// Framing states of a File.
+const (
+	framingRaw      = iota // written with Write or WriteFrom, if at all
+	framingWriting         // a Writer is writing it
+	framingFinished        // its Writer was closed: it can be read, and takes no more writes
+)
+
+// ErrNotFinished is returned by OpenReader for a file that is not a framed file whose Writer was
+// closed.
+var ErrNotFinished = errors.New("spill: the file is not a finished framed file; write it with a Writer from CreateFramedFile and Close the Writer before reading it")
+
+// ErrFinished is returned by a write to a framed file once its Writer was closed.
+var ErrFinished = errors.New("spill: the framed file is finished and takes no more writes")
+
+// OpenReader opens the finished framed file for reading from its start. Any number of Readers
+// may be open on a file; releasing the file makes them fail with ErrFileReleased.
+func (f *File) OpenReader(opts ReaderOptions) (*Reader, error) {
+	f.mu.Lock()
+	framing, size, released := f.framing, f.size, f.h == nil
+	f.mu.Unlock()
+	switch {
+	case released:
+		return nil, ErrFileReleased
+	case framing != framingFinished:
+		return nil, ErrNotFinished
+	}
+	r, err := chunkfile.NewReader(f, size, f.m.format.Key, opts)
+	if err != nil {
+		return nil, fmt.Errorf("spill: opening %s: %w", f.path, err)
+	}
+	return &Reader{f: f, r: r}, nil
+}
+
+// Read reads the file's plain bytes in order; io.EOF after the last.
+func (r *Reader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("spill: reading %s: %w", r.f.path, err)
+	}
+	return n, err
+}
+
+// Seek sets the logical position of the next Read; see chunkfile.Reader.Seek.
+func (r *Reader) Seek(offset int64, whence int) (int64, error) {
+	n, err := r.r.Seek(offset, whence)
+	if err != nil {
+		err = fmt.Errorf("spill: seeking in %s: %w", r.f.path, err)
+	}
+	return n, err
+}
+
+// Memory is the bytes of chunk buffers the Reader holds now.
+func (r *Reader) Memory() int { return r.r.Memory() }
+
+// File is the file read.
+func (r *Reader) File() *File { return r.f }
+
+// Close stops the read-ahead and drops the buffers. It does not release the file.
+func (r *Reader) Close() error { return r.r.Close() }
