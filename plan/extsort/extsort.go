@@ -19,39 +19,59 @@
 // Records with equal keys come out in the order they were added, across all Adds, whether they
 // were spilled or not. Values are carried along and never compared.
 //
+// # Run files
+//
+// Runs are framed spill files (spill.Manager.CreateFramedFileWithChunkSize): compressed and
+// sealed as the manager's spill.Format says, every chunk checked, so a run changed on disk makes
+// Next fail with an error naming the file and the chunk, never return wrong records. Their chunks
+// are small — the budget / 512, a power of two from 1 KiB to 64 KiB — since a run open in a merge
+// holds one stored and one decoded chunk, read synchronously (no read-ahead). Stats.SpilledBytes
+// is what the runs take on disk; Stats.SpilledLogicalBytes the records' bytes written to them.
+//
+// When a disk fills up under a run being written (spill.RootFull: that disk has then left the
+// manager's rotation), the run is written again from the start in a new file on another disk:
+// from memory for a spill, from its inputs — kept until the new run is whole — for an
+// intermediate pass.
+//
 // # Memory
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 1 MiB; a larger record gets its own chunk),
-// plus a 16-byte index entry per record, plus, once merging, the read buffers of the runs open
-// and, during an intermediate merge pass, the write buffer of the run it writes.
+// plus a 16-byte index entry per record, plus, once merging, what each open run's reader holds
+// (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
+// buffers of the run it writes.
+//
+// A run's cost is what its reader may hold: ReaderMemory = 2 chunks + 25 bytes (chunk buffers,
+// chunkfile.ReaderMemory) plus the run's largest record (the record buffer grows to it). A
+// writer's cost, WriterMemory, is one chunk and its framing, two when the file is compressed
+// (chunkfile.WriterMemory).
 //
 // While records are added, Add spills before a record would take MemoryUsed over the budget
-// less a reserve for the final merge's read buffers (4 KiB, or the run's largest record, per run
-// spilled, up to 1/64 of the budget), so that the records still in memory at the end can
-// usually stay there for the merge.
+// less a reserve for the final merge's readers (the runs' costs, up to 1/64 of the budget), so
+// that the records still in memory at the end can usually stay there for the merge.
 //
-// A merge opens only as many runs as their read buffers fit in the budget, counting each at 4
-// KiB, or at the largest record in that run if that is larger (a buffer grows to hold a record).
-// When the runs do not fit beside the records still in memory, those records are spilled as one
-// more run first; when the runs are still too many, intermediate passes merge contiguous groups
-// of the oldest runs, each group into a new run that takes its place in age order (so equal keys
-// keep their order), through a write buffer of 4 KiB or more, until the final merge fits. A
-// merge never opens fewer than two runs.
+// A merge opens only as many runs as their costs fit in the budget. When the runs do not fit
+// beside the records still in memory, those records are spilled as one more run first; when the
+// runs are still too many, intermediate passes merge contiguous groups of the oldest runs, each
+// group into a new run that takes its place in age order (so equal keys keep their order), with
+// the new run's WriterMemory counted in, until the final merge fits. A merge never opens fewer
+// than two runs.
 //
 // So MemoryUsed never passes the largest of:
 //
 //   - the budget;
 //   - R + 16, where R is the largest record added (encoded, header included): a record larger
 //     than the whole budget is held alone;
-//   - 2 × max(4 KiB, R) + 4 KiB: the smallest merge there is, two runs into a third, needed
-//     only when the budget is smaller than that.
+//   - 2 × (ReaderMemory + R) + WriterMemory: the smallest merge there is, two runs into a third,
+//     needed only when the budget is smaller than that.
 //
-// That is, MemoryUsed ≤ budget + 2 × max(4 KiB, R) + 4 KiB at any size of input. Not counted are
-// the transient buffer that writes a run from memory (at most 256 KiB, freed before the call
-// that spills returns), Go's own overhead, and the merge heap's pointers (a few words a run).
-// On disk, an intermediate pass holds its group's data at most twice (each input file is
-// released once read to its end), so the spill limit must allow for one group beyond the data.
+// With 1 KiB chunks (budgets under 1 MiB) ReaderMemory is 2,073 bytes and WriterMemory at most
+// 2,418, so MemoryUsed ≤ budget + 2 × (3 KiB + R) + 3 KiB at any size of input. Not counted are
+// the transient writer of a run spilled from memory (at most 2 × 64 KiB and framing, freed before
+// the call that spills returns), the zstd encoder's state shared by the process, Go's own
+// overhead, and the merge heap's pointers (a few words a run). On disk, an intermediate pass
+// holds its group's data twice until its new run is whole, so the spill limit must allow for one
+// group beyond the data.
 //
 // The merge passes run inside the first Next call, under the sorter's lock: a Spill or
 // MemoryUsed from another thread waits for them. The records in memory are spilled before the
@@ -66,6 +86,7 @@ import (
 	"sync"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 const (
@@ -110,17 +131,24 @@ func (e *RecordTooLargeError) Error() string {
 
 // Stats counts what a sorter has done.
 type Stats struct {
-	Records       int64 // records added
-	Runs          int64 // sorted runs spilled from memory
-	SpilledBytes  int64 // bytes written to those runs
-	SpilledMemory int64 // bytes of memory freed by spills
+	Records int64 // records added
+	Runs    int64 // sorted runs spilled from memory
+	// SpilledBytes is what those runs take on disk: compressed, sealed and framed as the
+	// manager's spill.Format says (Spark's diskBytesSpilled).
+	SpilledBytes int64
+	// SpilledLogicalBytes is the records' bytes written to those runs, before compression.
+	SpilledLogicalBytes int64
+	SpilledMemory       int64 // bytes of memory freed by spills (Spark's memoryBytesSpilled)
 
 	// MergePasses is how many times the merge went through spilled data: 0 when nothing was
 	// spilled, 1 when the runs were merged straight into the output, more when there were
 	// too many runs for the memory and intermediate passes merged them into fewer first.
 	MergePasses       int64
 	IntermediateRuns  int64 // runs written by intermediate passes (not counted in Runs)
-	IntermediateBytes int64 // bytes written to them (not counted in SpilledBytes)
+	IntermediateBytes int64 // bytes on disk written to them (not counted in SpilledBytes)
+	// RewrittenRuns counts runs written again from the start in a new file, on another disk,
+	// because the disk under them filled up (see spill.RootFull).
+	RewrittenRuns int64
 }
 
 // Sorter is one external sort. It is safe for concurrent use: Spark may ask it to Spill from
@@ -134,6 +162,9 @@ type Sorter struct {
 	maxRecord int64    // the largest record added, encoded: a read buffer may grow to it
 	runs      []*run   // sorted runs, oldest first
 	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
+	chunk     int      // the chunk size of the run files
+	readCost  int64    // what a run's chunk reader holds at most (chunkfile.ReaderMemory)
+	writeCost int64    // what a run's writer holds at most (chunkfile.WriterMemory)
 	stats     Stats
 
 	// unreleased are run files whose delete failed: Close tries again (and the manager's Close
@@ -160,7 +191,13 @@ func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
 	if memoryBudget <= 0 {
 		return nil, &ConfigError{Reason: fmt.Sprintf("memory budget is %d bytes; give a positive number of bytes", memoryBudget)}
 	}
-	return &Sorter{m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget)}}, nil
+	chunk := runChunkSize(memoryBudget)
+	return &Sorter{
+		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget)},
+		chunk:     chunk,
+		readCost:  int64(chunkfile.ReaderMemory(chunk)),
+		writeCost: int64(chunkfile.WriterMemory(chunk, m.Format().Codec)),
+	}, nil
 }
 
 // Add copies the records of batch into the sort; the caller may reuse batch afterwards. The whole
@@ -224,7 +261,7 @@ func (s *Sorter) MemoryUsed() int64 {
 func (s *Sorter) memoryUsed() int64 {
 	used := s.mem.memory() + readBuffers(s.heap)
 	if s.pass != nil {
-		used += readBuffers(s.pass.heap) + int64(cap(s.pass.w.buf))
+		used += readBuffers(s.pass.heap) + s.pass.w.memory()
 	}
 	return used
 }
@@ -233,7 +270,7 @@ func readBuffers(h []*source) int64 {
 	var n int64
 	for _, src := range h {
 		if src.run != nil {
-			n += int64(len(src.run.buf))
+			n += src.run.memory()
 		}
 	}
 	return n
@@ -299,7 +336,7 @@ func (s *Sorter) Close() error {
 	var errs []error
 	files := s.unreleased
 	for _, r := range s.runs {
-		files = append(files, r.files...)
+		files = append(files, r.file)
 	}
 	for _, f := range files {
 		if f == nil {

@@ -9,43 +9,51 @@ import (
 	"slices"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 const (
-	// writeBufSize batches run writes: every spill.File.Write is a syscall.
-	writeBufSize = 256 << 10
-	// A run's read-ahead buffer: as large as maxReadBuf when the budget allows, never smaller
-	// than minReadBuf so that a merge of many runs does not crawl through tiny reads. A merge
-	// opens only as many runs as their buffers fit in the budget, and merges in more passes
-	// when there are more runs than that.
-	minReadBuf = 4 << 10
-	maxReadBuf = 64 << 10
+	// Runs are framed files (spill.Writer) of small chunks: a run open in a merge holds one
+	// stored and one decoded chunk (chunkfile.ReaderMemory), so the chunk size sets how many
+	// runs a merge may open in a budget. A run's chunk is the budget over runChunkShare, a power
+	// of two from minRunChunk to maxRunChunk: a merge of about runChunkShare/2 runs fits in any
+	// budget from 512 KiB to 32 MiB, and more in a larger one; and the merge reserve (1/64 of the
+	// budget) holds the readers of a few runs.
+	runChunkShare = 512
+	minRunChunk   = chunkfile.MinChunkSize // 1 KiB
+	maxRunChunk   = 64 << 10               // lz4's window; a reader holds about 128 KiB
 	// reserveShare bounds the memory Add keeps free for the final merge's read buffers: at most
 	// 1/reserveShare of the budget, so that the runs stay nearly a budget's worth each.
 	reserveShare = 64
 )
 
-// run is one sorted run on disk: its records, in order, across one or more segment files. A run
-// has more than one segment only when a disk filled up while it was written: the records
-// written so far stay in the full disk's file, and the rest go to a new file on another disk.
-// Every segment ends at a record boundary.
-type run struct {
-	files     []*spill.File // segments in order; a slot is nil once that file is released
-	maxRecord int64         // the run's largest record, encoded: its read buffer may grow to it
+// runChunkSize is the chunk size of the runs of a sort with budget.
+func runChunkSize(budget int64) int {
+	c := minRunChunk
+	for c < maxRunChunk && int64(2*c) <= budget/runChunkShare {
+		c *= 2
+	}
+	return c
 }
 
-// cost is the memory a merge plans for reading r: a minimal read buffer, or r's largest record
-// if that is larger.
-func (r *run) cost() int64 { return max(minReadBuf, r.maxRecord) }
+// run is one sorted run on disk: its records, in order, in one framed spill file.
+type run struct {
+	file      *spill.File // nil once released
+	readCost  int64       // what a reader of the file holds besides its record buffer
+	maxRecord int64       // the run's largest record, encoded: the reader's record buffer grows to it
+	logical   int64       // the run's bytes in memory, as written to the Writer
+}
 
+// cost is the memory a merge plans for reading r: a synchronous chunk reader and a record
+// buffer as large as r's largest record.
+func (r *run) cost() int64 { return r.readCost + r.maxRecord }
+
+// size is the run's bytes on disk.
 func (r *run) size() int64 {
-	var n int64
-	for _, f := range r.files {
-		if f != nil {
-			n += f.Size()
-		}
+	if r.file == nil {
+		return 0
 	}
-	return n
+	return r.file.Size()
 }
 
 // spill writes the in-memory records as one sorted run and frees them.
@@ -69,9 +77,9 @@ func (s *Sorter) spill() (int64, error) {
 // becomes a reader of the new run; its current record, and so the heap order, is unchanged.
 func (s *Sorter) spillTail() (int64, error) {
 	src := s.tail
-	// Reading the run back takes a maxReadBuf buffer, grown to the largest record if need be:
-	// spilling less than that would free nothing.
-	if src == nil || s.mem.memory() <= max(maxReadBuf, s.maxRecord) {
+	// Reading the run back takes a chunk reader and a record buffer: spilling no more than that
+	// would free nothing.
+	if src == nil || s.mem.memory() <= s.readCost+s.maxRecord {
 		return 0, nil
 	}
 	before := s.memoryUsed()
@@ -81,7 +89,12 @@ func (s *Sorter) spillTail() (int64, error) {
 	}
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
-	src.run = s.openRun(r, maxReadBuf)
+	rd, err := s.openRun(r, true)
+	if err != nil {
+		s.err = err
+		return 0, err
+	}
+	src.run = rd
 	src.idx, s.tail = nil, nil
 	s.mem.reset()
 	if err := s.advance(src); err != nil {
@@ -99,40 +112,46 @@ func (s *Sorter) spillTail() (int64, error) {
 func (s *Sorter) countRun(r *run, freed int64) {
 	s.stats.Runs++
 	s.stats.SpilledBytes += r.size()
+	s.stats.SpilledLogicalBytes += r.logical
 	s.stats.SpilledMemory += freed
 }
 
-// writeRun writes the in-memory records of idx, in order, as a new run. A run that fails is
-// released. Its write buffer (at most writeBufSize) lives only during the call.
+// writeRun writes the in-memory records of idx, in order, as a new run. When a disk fills up
+// under it, the run is written again from the start in a new file: the full disk has left the
+// manager's rotation (spill.RootFull), and the records are still in memory. A run that fails is
+// released. Its writer's buffers live only during the call.
 func (s *Sorter) writeRun(idx []entry) (*run, error) {
-	w, err := s.newRunWriter(int(min(writeBufSize, s.mem.arena)))
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range idx {
-		rec := s.mem.record(e)
-		if err = w.write(rec[:recordSize(rec)]); err != nil {
-			break
+	for {
+		w, err := s.newRunWriter()
+		if err != nil {
+			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
 		}
-	}
-	if err == nil {
-		err = w.flush()
-	}
-	if err != nil {
+		for _, e := range idx {
+			rec := s.mem.record(e)
+			if err = w.write(rec[:recordSize(rec)]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.finish()
+		}
+		if err == nil {
+			return w.run, nil
+		}
 		s.releaseRun(w.run)
-		return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+		if !spill.RootFull(err) {
+			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+		}
+		s.stats.RewrittenRuns++
 	}
-	return w.run, nil
 }
 
-// releaseRun releases every segment of r still held. A file whose delete fails is kept for Close
+// releaseRun releases r's file if it is still held. A file whose delete fails is kept for Close
 // to try again (and the manager's Close deletes it in any case); it does not fail the sort.
 func (s *Sorter) releaseRun(r *run) {
-	for i, f := range r.files {
-		if f != nil {
-			s.release(f)
-			r.files[i] = nil
-		}
+	if r.file != nil {
+		s.release(r.file)
+		r.file = nil
 	}
 }
 
@@ -142,162 +161,114 @@ func (s *Sorter) release(f *spill.File) {
 	}
 }
 
-// runWriter writes one run through a buffer. When a write finds its disk full (spill.RootFull),
-// that disk has left the manager's rotation and the write was undone whole: the writer goes on
-// in a new segment file on another disk, so neither the records in memory nor a merge's
-// already consumed inputs are needed again.
+// runWriter writes one run through a framed spill file, which buffers a chunk.
 type runWriter struct {
-	s   *Sorter
 	run *run
-	buf []byte
+	w   *spill.Writer
 }
 
-func (s *Sorter) newRunWriter(bufSize int) (*runWriter, error) {
-	f, err := s.m.CreateFile()
+func (s *Sorter) newRunWriter() (*runWriter, error) {
+	w, err := s.m.CreateFramedFileWithChunkSize(s.chunk)
 	if err != nil {
 		return nil, fmt.Errorf("extsort: creating a run file: %w", err)
 	}
-	return &runWriter{s: s, run: &run{files: []*spill.File{f}}, buf: make([]byte, 0, bufSize)}, nil
+	return &runWriter{run: &run{file: w.File(), readCost: s.readCost}, w: w}, nil
 }
 
 func (w *runWriter) write(rec []byte) error {
 	w.run.maxRecord = max(w.run.maxRecord, int64(len(rec)))
-	if len(w.buf)+len(rec) > cap(w.buf) {
-		if err := w.flush(); err != nil {
-			return err
-		}
-		if len(rec) >= cap(w.buf) {
-			return w.put(rec) // no point copying a record as large as the buffer
-		}
-	}
-	w.buf = append(w.buf, rec...)
-	return nil
-}
-
-func (w *runWriter) flush() error {
-	if len(w.buf) == 0 {
-		return nil
-	}
-	err := w.put(w.buf)
-	w.buf = w.buf[:0]
+	_, err := w.w.Write(rec)
 	return err
 }
 
-// put appends p, whole records, to the run's last segment, or to a new one if that disk is full.
-func (w *runWriter) put(p []byte) error {
-	for {
-		last := len(w.run.files) - 1
-		f := w.run.files[last]
-		before := f.Size()
-		_, err := f.Write(p)
-		// A failed write left the file as it was, unless its tail could not be truncated (the
-		// size then counts the failed bytes): such a file is not a segment to keep.
-		if err == nil || !spill.RootFull(err) || f.Size() != before {
-			return err
-		}
-		next, cerr := w.s.m.CreateFile()
-		if cerr != nil {
-			return fmt.Errorf("extsort: creating a run file on another disk after %v: %w", err, cerr)
-		}
-		if before == 0 {
-			w.s.release(f)
-			w.run.files[last] = next
-		} else {
-			w.run.files = append(w.run.files, next)
-		}
+// finish writes the run's last chunk.
+func (w *runWriter) finish() error {
+	if err := w.w.Close(); err != nil {
+		return err
 	}
+	w.run.logical = w.w.LogicalSize()
+	return nil
 }
 
-// runReader reads a run's records through a read-ahead buffer, releasing each segment file as
-// soon as it has been read.
+// memory is what the writer holds: its chunk buffers.
+func (w *runWriter) memory() int64 { return int64(w.w.Memory()) }
+
+// runReader reads a run's records through a synchronous chunk reader (no read-ahead: a merge
+// may hold thousands of runs open, each counted in the budget) into a record buffer that grows
+// to the run's largest record.
 type runReader struct {
-	s        *Sorter
-	run      *run
-	seg      int   // run.files[seg] is the segment being read
-	size     int64 // that segment's length
-	next     int64 // its offset of the next byte to read into buf
-	buf      []byte
-	pos, end int // buf[pos:end] is read from the file but not yet returned
+	s            *Sorter
+	run          *run
+	rd           *spill.Reader // nil once the run is read to its end
+	buf          []byte
+	releaseAtEnd bool // release the file once read: the final merge, not an intermediate pass
 }
 
-func (s *Sorter) openRun(r *run, bufSize int) *runReader {
-	rd := &runReader{s: s, run: r, buf: make([]byte, bufSize)}
-	if len(r.files) > 0 {
-		rd.size = r.files[0].Size()
+func (s *Sorter) openRun(r *run, releaseAtEnd bool) (*runReader, error) {
+	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true})
+	if err != nil {
+		return nil, fmt.Errorf("extsort: opening a run: %w", err)
 	}
-	return rd
+	return &runReader{s: s, run: r, rd: rd, buf: make([]byte, headerSize), releaseAtEnd: releaseAtEnd}, nil
+}
+
+// memory is what the reader holds: its chunk buffers and its record buffer.
+func (r *runReader) memory() int64 {
+	if r.rd == nil {
+		return int64(cap(r.buf))
+	}
+	return int64(r.rd.Memory() + cap(r.buf))
 }
 
 // read returns the next record, valid until the following call, or nil at the end of the run.
+// Every byte comes from a verified chunk; a run file changed on disk gives an error naming the
+// file and the chunk.
 func (r *runReader) read() ([]byte, error) {
-	for r.end-r.pos < headerSize {
-		if r.pos == r.end && r.next == r.size {
-			if !r.nextSegment() {
-				return nil, nil
-			}
-			continue
-		}
-		if err := r.fill(headerSize); err != nil {
-			return nil, err
-		}
+	if r.rd == nil {
+		return nil, nil
 	}
-	// Sizes from a run can exceed 32-bit ints only if the file is corrupt; fill checks them.
-	n := headerSize + int64(binary.LittleEndian.Uint32(r.buf[r.pos:])) + int64(binary.LittleEndian.Uint32(r.buf[r.pos+4:]))
-	if int64(r.end-r.pos) < n {
-		if err := r.fill(n); err != nil {
-			return nil, err
-		}
+	n, err := io.ReadFull(r.rd, r.buf[:headerSize])
+	if n == 0 && err == io.EOF {
+		r.close()
+		return nil, nil
 	}
-	rec := r.buf[r.pos : r.pos+int(n)]
-	r.pos += int(n)
+	if err != nil {
+		return nil, r.fail(err)
+	}
+	size := headerSize + int64(binary.LittleEndian.Uint32(r.buf)) + int64(binary.LittleEndian.Uint32(r.buf[4:]))
+	if size > r.run.maxRecord {
+		// Verified chunks make this a bug rather than a disk fault; never allocate for it.
+		return nil, fmt.Errorf("extsort: run file %s holds a record of %d bytes, larger than the largest written to it (%d)", r.run.file.Path(), size, r.run.maxRecord)
+	}
+	if int64(cap(r.buf)) < size {
+		grown := make([]byte, size)
+		copy(grown, r.buf[:headerSize])
+		r.buf = grown
+	}
+	rec := r.buf[:size]
+	if _, err := io.ReadFull(r.rd, rec[headerSize:]); err != nil {
+		return nil, r.fail(err)
+	}
 	return rec, nil
 }
 
-// nextSegment releases the segment just read and moves to the next one; at the end of the run
-// it frees the buffer and returns false.
-func (r *runReader) nextSegment() bool {
-	if r.seg < len(r.run.files) {
-		if f := r.run.files[r.seg]; f != nil {
-			r.s.release(f)
-			r.run.files[r.seg] = nil
-		}
-		r.seg++
+func (r *runReader) fail(err error) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return fmt.Errorf("extsort: run file %s ends inside a record", r.run.file.Path())
 	}
-	if r.seg >= len(r.run.files) {
-		r.buf = nil
-		return false
-	}
-	r.size, r.next = r.run.files[r.seg].Size(), 0
-	return true
+	return fmt.Errorf("extsort: reading a run: %w", err)
 }
 
-// fill makes buf[pos:end] hold at least need bytes, reading as far ahead as the buffer allows.
-// A record larger than the buffer grows it.
-func (r *runReader) fill(need int64) error {
-	f := r.run.files[r.seg]
-	have := r.end - r.pos
-	if need-int64(have) > r.size-r.next {
-		return fmt.Errorf("extsort: run file %s is corrupt: a record at offset %d runs past its end", f.Path(), r.next-int64(have))
+// close drops the chunk reader and, in the final merge, releases the file.
+func (r *runReader) close() {
+	if r.rd != nil {
+		_ = r.rd.Close()
+		r.rd = nil
 	}
-	if need > int64(len(r.buf)) {
-		grown := make([]byte, need)
-		copy(grown, r.buf[r.pos:r.end])
-		r.buf = grown
-	} else {
-		copy(r.buf, r.buf[r.pos:r.end])
+	r.buf = nil
+	if r.releaseAtEnd {
+		r.s.releaseRun(r.run)
 	}
-	r.pos, r.end = 0, have
-	want := int(min(int64(len(r.buf)-have), r.size-r.next))
-	n, err := f.ReadAt(r.buf[have:have+want], r.next)
-	if n < want {
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		return fmt.Errorf("extsort: reading run file %s: %w", f.Path(), err)
-	}
-	r.end += n
-	r.next += int64(n)
-	return nil
 }
 
 // source is one input of a merge: a run, or the sorted in-memory records (the tail).
@@ -323,31 +294,6 @@ func (s *Sorter) finalFits(tailMem int64) bool {
 	return s.runsCost <= s.budget-tailMem || tailMem == 0 && len(s.runs) <= 2
 }
 
-// readBufSize is the read buffer to give each of runs sharing avail bytes: the largest, up to
-// maxReadBuf, such that the runs' buffers, each grown to its run's largest record if that is
-// larger, fit in avail together; minReadBuf when even that does not fit.
-func readBufSize(runs []*run, avail int64) int {
-	fits := func(buf int64) bool {
-		var sum int64
-		for _, r := range runs {
-			sum += max(buf, r.maxRecord)
-		}
-		return sum <= avail
-	}
-	lo, hi := int64(minReadBuf), int64(maxReadBuf)
-	if !fits(lo) {
-		return minReadBuf
-	}
-	for lo < hi {
-		if mid := (lo + hi + 1) / 2; fits(mid) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return int(lo)
-}
-
 // startMerge ends the input. When the runs' read buffers do not fit in the memory the in-memory
 // records leave, those records are spilled too; when the runs are still too many for the final
 // merge, intermediate passes merge them into fewer. Then it opens every run, and the in-memory
@@ -365,9 +311,12 @@ func (s *Sorter) startMerge() error {
 		}
 		s.stats.MergePasses++ // the final one, into the output
 	}
-	bufSize := readBufSize(s.runs, s.budget-s.mem.memory())
 	for i, r := range s.runs {
-		src := &source{ord: i, run: s.openRun(r, bufSize)}
+		rd, err := s.openRun(r, true)
+		if err != nil {
+			return err
+		}
+		src := &source{ord: i, run: rd}
 		s.heap = append(s.heap, src)
 		if err := s.advance(src); err != nil {
 			return err
@@ -400,14 +349,14 @@ func (s *Sorter) mergePasses() error {
 }
 
 // groupSize is how many runs from s.runs[i] on to merge into one: as many as fit in the budget
-// with a minimal write buffer, at least two, and no more than the final merge needs merged.
+// beside the new run's writer, at least two, and no more than the final merge needs merged.
 func (s *Sorter) groupSize(i int) int {
 	excess := s.runsCost - s.budget // what merging must save: a group's cost becomes its largest
 	var sum, largest int64
 	g := 0
 	for _, r := range s.runs[i:] {
 		c := r.cost()
-		if g >= 2 && (sum+c+minReadBuf > s.budget || sum-largest >= excess) {
+		if g >= 2 && (sum+c+s.writeCost > s.budget || sum-largest >= excess) {
 			break
 		}
 		sum, largest, g = sum+c, max(largest, c), g+1
@@ -421,31 +370,58 @@ type pass struct {
 	w    *runWriter
 }
 
-// mergeGroup merges s.runs[i:i+g] into one new run that replaces them. Each input's files are
-// released as soon as they have been read.
+// mergeGroup merges s.runs[i:i+g] into one new run that replaces them. The inputs are released
+// once the new run is whole, not as they are read: when a disk fills up under the new run (it
+// has then left the manager's rotation), the group is merged again from the start into a file
+// on another disk.
 func (s *Sorter) mergeGroup(i, g int) error {
 	group := s.runs[i : i+g]
 	var cost int64
 	for _, r := range group {
 		cost += r.cost()
 	}
-	// Buffers within the budget: the write buffer as large as a fair share allows, the read
-	// buffers sharing the rest; when the inputs' costs leave too little for that, the write
-	// buffer is the minimum (groupSize counted on it).
-	write := max(minReadBuf, min(writeBufSize, s.budget/int64(g+1)))
-	if cost+write > s.budget {
-		write = minReadBuf
+	for {
+		out, err := s.mergeGroupOnce(group)
+		if err == nil {
+			for _, r := range group {
+				s.releaseRun(r)
+			}
+			s.runs = slices.Replace(s.runs, i, i+g, out)
+			s.runsCost += out.cost() - cost
+			s.stats.IntermediateRuns++
+			s.stats.IntermediateBytes += out.size()
+			return nil
+		}
+		if !spill.RootFull(err) {
+			// Say why there is a pass at all: its disk use comes on top of the runs'.
+			return fmt.Errorf("extsort: merging %d runs into one, as %d runs are too many to merge at once in a memory budget of %d bytes: %w", g, len(s.runs), s.budget, err)
+		}
+		s.stats.RewrittenRuns++
 	}
-	w, err := s.newRunWriter(int(write))
+}
+
+// mergeGroupOnce merges group into a new run, or releases what it wrote and fails.
+func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
+	w, err := s.newRunWriter()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p := &pass{w: w}
 	s.pass = p
-	defer func() { s.pass = nil }()
-	bufSize := readBufSize(group, s.budget-write)
+	defer func() {
+		for _, src := range p.heap {
+			if src.run != nil {
+				src.run.close()
+			}
+		}
+		s.pass = nil
+	}()
 	for ord, r := range group {
-		src := &source{ord: ord, run: s.openRun(r, bufSize)}
+		var rd *runReader
+		if rd, err = s.openRun(r, false); err != nil {
+			break
+		}
+		src := &source{ord: ord, run: rd}
 		p.heap = append(p.heap, src)
 		if err = s.advance(src); err != nil {
 			break
@@ -457,14 +433,9 @@ func (s *Sorter) mergeGroup(i, g int) error {
 	}
 	if err != nil {
 		s.releaseRun(w.run)
-		// Say why there is a pass at all: its disk use comes on top of the runs'.
-		return fmt.Errorf("extsort: merging %d runs into one, as %d runs are too many to merge at once in a memory budget of %d bytes: %w", g, len(s.runs), s.budget, err)
+		return nil, err
 	}
-	s.runs = slices.Replace(s.runs, i, i+g, w.run)
-	s.runsCost += w.run.cost() - cost
-	s.stats.IntermediateRuns++
-	s.stats.IntermediateBytes += w.run.size()
-	return nil
+	return w.run, nil
 }
 
 func (s *Sorter) mergeInto(p *pass) error {
@@ -484,7 +455,7 @@ func (s *Sorter) mergeInto(p *pass) error {
 			s.onMergeStep()
 		}
 	}
-	return p.w.flush()
+	return p.w.finish()
 }
 
 // advance moves src to its next record. An exhausted run's files are released by its reader,
