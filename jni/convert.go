@@ -153,7 +153,7 @@ func decodePath(units []uint16) (string, error) {
 		for i, u := range units {
 			b[i] = byte(u)
 		}
-		return string(b), nil
+		return unsafe.String(unsafe.SliceData(b), len(b)), nil // b is never written again
 	}
 	b := make([]byte, 0, len(units)*3)
 	for i := 0; i < len(units); i++ {
@@ -174,7 +174,7 @@ func decodePath(units []uint16) (string, error) {
 			b = utf8.AppendRune(b, u)
 		}
 	}
-	return string(b), nil
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // Heap buffers of up to this size are copied whole into a pooled Go buffer; larger ones go
