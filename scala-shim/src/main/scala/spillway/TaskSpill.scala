@@ -26,8 +26,8 @@ object TaskSpill {
    * plan. A registration is released when a new SparkEnv replaces it (a new SparkContext in the
    * same JVM); `retired` is set first, so a plan creation that raced with that knows to retry.
    */
-  private[spillway] final class LocalDirs(val env: SparkEnv, val paths: Array[String], val handle: Long) {
-    @volatile private[TaskSpill] var retired = false
+  private[spillway] final class LocalDirs(val owner: AnyRef, val paths: Array[String], val handle: Long) {
+    @volatile private[spillway] var retired = false
   }
   @volatile private var registered: LocalDirs = _
   private val registering = new Object
@@ -92,27 +92,31 @@ object TaskSpill {
 
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  private def createIn(dirs: LocalDirs, limit: Long, executorLimit: Long): SpillPlan =
+  private[spillway] def createIn(dirs: LocalDirs, limit: Long, executorLimit: Long): SpillPlan =
     try SpillPlan.createIn(dirs.handle, limit, executorLimit)
     catch {
       // Released under us by a newer SparkEnv's registration: use that one.
-      case _: IllegalStateException if dirs.retired =>
-        SpillPlan.createIn(localDirs(SparkEnv.get).handle, limit, executorLimit)
+      case e: IllegalStateException if dirs.retired =>
+        val env = SparkEnv.get
+        if (env == null) throw e
+        SpillPlan.createIn(localDirs(env).handle, limit, executorLimit)
     }
 
   /** The registration of `env`'s local dirs, made on the first call for that env. */
   private[spillway] def localDirs(env: SparkEnv): LocalDirs = {
     val current = registered
-    if (current != null && (current.env eq env)) current else register(env)
+    if (current != null && (current.owner eq env)) current
+    else register(env, () => env.blockManager.getLocalDiskDirs)
   }
 
   // Rare (once per SparkEnv), so one lock is fine: it keeps two tasks from registering twice.
-  private def register(env: SparkEnv): LocalDirs = registering.synchronized {
+  // `owner` is the SparkEnv (anything else only in tests).
+  private[spillway] def register(owner: AnyRef, dirs: () => Array[String]): LocalDirs = registering.synchronized {
     val current = registered
-    if (current != null && (current.env eq env)) return current
+    if (current != null && (current.owner eq owner)) return current
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
-    val paths = env.blockManager.getLocalDiskDirs.clone()
-    val next = new LocalDirs(env, paths, NativeSpill.registerLocalDirs(paths))
+    val paths = dirs().clone()
+    val next = new LocalDirs(owner, paths, NativeSpill.registerLocalDirs(paths))
     registered = next
     if (current != null) {
       current.retired = true

@@ -68,6 +68,26 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     assertNothingLeft()
   }
 
+  test("a registration replaced by a newer one is released, and a plan creation that raced with that retries") {
+    val env = SparkEnv.get
+    val first = TaskSpill.localDirs(env)
+    // Another owner's registration takes over (in production: a new SparkEnv in this JVM).
+    val other = TaskSpill.register(new Object, () => localDirs.toArray)
+    assert(first.retired && !other.retired)
+    intercept[IllegalStateException](NativeSpill.createPlanIn(first.handle, MiB, Long.MaxValue))
+    // A caller still holding `first` gets a plan from the current SparkEnv's new registration.
+    val plan = TaskSpill.createIn(first, MiB, Long.MaxValue)
+    try {
+      val path = plan.createTmpFile().path
+      assert(localDirs.exists(d => path.startsWith(d + "/")), path)
+    } finally plan.close()
+    val again = TaskSpill.localDirs(env)
+    assert(again ne first)
+    assert(other.retired && !again.retired)
+    intercept[IllegalStateException](NativeSpill.releaseLocalDirs(other.handle))
+    assertNothingLeft()
+  }
+
   test("outside a task, plan() is an IllegalStateException") {
     val e = intercept[IllegalStateException](TaskSpill.plan())
     assert(e.getMessage.contains("Spark task"))
