@@ -528,7 +528,7 @@ class NativeSpillContractSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("a 320 MiB heap-buffer write with the address space 128 MiB above its size does not kill the JVM") {
     // Go's allocator aborts the whole process ("fatal error: out of memory", exit 134) when the
     // address space runs out: nothing the library does may allocate in proportion to a write.
-    val child = ChildJvm.start(classOf[HeapWriteChild].getName.stripSuffix("$"), Seq("-Xmx512m", "-XX:+UseSerialGC"),
+    val child = ChildJvm.start(classOf[HeapWriteChild].getName.stripSuffix("$"), Seq("-Xmx512m", "-XX:+UseSerialGC", s"-XX:ErrorFile=$base/hs_err_%p.log"), // a crash report goes with base
       Seq(rootA.toString))
     try {
       child.awaitLine("READY")
