@@ -11,7 +11,6 @@ import "C"
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/spillway/spillway/plan"
 )
@@ -21,6 +20,10 @@ func main() {}
 // registry holds every plan of this JVM.
 var registry = plan.NewRegistry(nil)
 
+// createPlan and createPlanWithExecutorLimit are for callers that have only the array: the paths
+// are converted and validated on every call. An executor registers its dirs once instead
+// (registerLocalDirs) and creates each plan with createPlanIn, which reads no array.
+//
 //export Java_spillway_NativeSpill_createPlan
 func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize C.jlong) C.jlong {
 	defer recoverPanic(env)
@@ -34,16 +37,48 @@ func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *C.JNIEnv, _ C.jc
 }
 
 func createPlan(env *C.JNIEnv, localDirs C.jobjectArray, limit, executorLimit int64) C.jlong {
-	if localDirs == 0 {
-		throw(env, argumentError("localDirs is null; pass the executor's local dirs"))
+	paths, err := javaStrings(env, localDirs, "localDirs")
+	if err != nil {
+		throw(env, err)
 		return 0
 	}
-	dirs, err := parsedLocalDirs(env, localDirs)
+	dirs, err := plan.ParseLocalDirs(paths)
 	if err != nil {
 		throw(env, err)
 		return 0
 	}
 	h, err := registry.CreatePlan(dirs, limit, executorLimit)
+	return handleOrThrow(env, h, err)
+}
+
+//export Java_spillway_NativeSpill_registerLocalDirs
+func Java_spillway_NativeSpill_registerLocalDirs(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray) C.jlong {
+	defer recoverPanic(env)
+	paths, err := javaStrings(env, localDirs, "localDirs")
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	h, err := registry.RegisterLocalDirs(paths)
+	return handleOrThrow(env, h, err)
+}
+
+//export Java_spillway_NativeSpill_releaseLocalDirs
+func Java_spillway_NativeSpill_releaseLocalDirs(env *C.JNIEnv, _ C.jclass, dirs C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ReleaseLocalDirs(uint64(dirs)); err != nil {
+		throw(env, err)
+	}
+}
+
+//export Java_spillway_NativeSpill_createPlanIn
+func Java_spillway_NativeSpill_createPlanIn(env *C.JNIEnv, _ C.jclass, dirs, maxTempDirectorySize, maxExecutorTempDirectorySize C.jlong) C.jlong {
+	defer recoverPanic(env)
+	h, err := registry.CreatePlanIn(uint64(dirs), int64(maxTempDirectorySize), int64(maxExecutorTempDirectorySize))
+	return handleOrThrow(env, h, err)
+}
+
+func handleOrThrow(env *C.JNIEnv, h uint64, err error) C.jlong {
 	if err != nil {
 		throw(env, err)
 		return 0
@@ -95,13 +130,7 @@ func Java_spillway_NativeSpill_path(env *C.JNIEnv, _ C.jclass, file C.jlong) C.j
 //export Java_spillway_NativeSpill_write
 func Java_spillway_NativeSpill_write(env *C.JNIEnv, _ C.jclass, file C.jlong, buf C.jobject, offset, length C.jint) C.jint {
 	defer recoverPanic(env)
-	data, release, err := bufferBytes(env, buf, offset, length)
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	defer release()
-	if err := registry.Write(uint64(file), data); err != nil {
+	if err := writeBuffer(env, uint64(file), buf, offset, length); err != nil {
 		throw(env, err)
 		return 0
 	}
@@ -141,24 +170,10 @@ func Java_spillway_NativeSpill_stats(env *C.JNIEnv, _ C.jclass, out C.jlongArray
 	C.spillway_set_longs(env, out, &vals[0], statsLen)
 }
 
-//export spillwayOnLoad
-func spillwayOnLoad(env *C.JNIEnv) (status C.int) {
-	defer func() {
-		if recover() != nil {
-			status = -1
-		}
-	}()
-	return C.int(initJnigi(unsafe.Pointer(env)))
-}
-
 //export Java_spillway_NativeSpill_sweepOrphans
 func Java_spillway_NativeSpill_sweepOrphans(env *C.JNIEnv, _ C.jclass, dirs C.jobjectArray) C.jint {
 	defer recoverPanic(env)
-	if dirs == 0 {
-		throw(env, argumentError("dirs is null"))
-		return 0
-	}
-	paths, err := javaStrings(env, dirs)
+	paths, err := javaStrings(env, dirs, "dirs")
 	if err != nil {
 		throw(env, err)
 		return 0

@@ -1,3 +1,4 @@
+#include <stdlib.h>
 #include <string.h>
 #include "native.h"
 #include "_cgo_export.h"
@@ -28,6 +29,7 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 		"java/lang/IllegalStateException",
 		"spillway/SpillLimitExceededException",
 		"java/lang/RuntimeException",
+		"java/lang/OutOfMemoryError",
 	};
 	for (int i = 0; i < SPILLWAY_EXCEPTION_KINDS; i++) {
 		exception_class[i] = global_class(env, names[i]);
@@ -60,9 +62,6 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
 	    !buffer_read_only) {
 		return JNI_ERR;
 	}
-	if (spillwayOnLoad(env) != 0) {
-		return JNI_ERR;
-	}
 	return JNI_VERSION_1_8;
 }
 
@@ -85,59 +84,73 @@ void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len) {
 	}
 }
 
-// same_strings returns 1 if arr's n elements are the objects refs[0..n), 0 if not, -1 with an
-// exception pending.
-static int same_strings(JNIEnv *env, jobjectArray arr, const jobject *refs, jsize n) {
-	// Every JNI call here costs a VM transition. The few local refs of a usual dir list are left
-	// for the JVM to free when the native call returns (16 are always available); only a long
-	// list deletes them one by one.
-	jboolean keep_refs = n <= 12;
-	for (jsize i = 0; i < n; i++) {
-		jobject s = (*env)->GetObjectArrayElement(env, arr, i);
-		if (s == NULL) {
-			return (*env)->ExceptionCheck(env) ? -1 : 0;
-		}
-		jboolean same = (*env)->IsSameObject(env, s, refs[i]);
-		if (!keep_refs) {
-			(*env)->DeleteLocalRef(env, s);
-		}
-		if (!same) {
-			return 0;
-		}
-	}
-	return 1;
-}
-
-int spillway_find_strings(JNIEnv *env, jobjectArray arr, const spillway_string_set *sets, int count) {
+int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out) {
+	memset(out, 0, sizeof *out);
 	jsize n = (*env)->GetArrayLength(env, arr);
-	for (int i = 0; i < count; i++) {
-		if (sets[i].n != n) {
-			continue;
-		}
-		int same = same_strings(env, arr, sets[i].refs, n);
-		if (same < 0) {
-			return -2;
-		}
-		if (same) {
-			return i;
-		}
+	if ((*env)->ExceptionCheck(env)) {
+		return SPILLWAY_STRINGS_PENDING;
 	}
-	return -1;
+	out->length = n;
+	if ((jlong)n > max_total) { // every element counts one toward max_total
+		out->index = n - 1;
+		return SPILLWAY_STRINGS_TOO_MUCH;
+	}
+	out->ends = malloc((size_t)(n > 0 ? n : 1) * sizeof(jsize));
+	if (out->ends == NULL) {
+		return SPILLWAY_STRINGS_NO_MEMORY;
+	}
+	size_t used = 0, cap = 0;
+	jlong total = 0;
+	for (jsize i = 0; i < n; i++) {
+		jstring s = (jstring)(*env)->GetObjectArrayElement(env, arr, i);
+		if (s == NULL) {
+			if ((*env)->ExceptionCheck(env)) {
+				return SPILLWAY_STRINGS_PENDING;
+			}
+			out->index = i;
+			return SPILLWAY_STRINGS_NULL_ELEMENT;
+		}
+		jsize len = (*env)->GetStringLength(env, s);
+		int status = SPILLWAY_STRINGS_OK;
+		total += (jlong)len + 1;
+		if (len > max_chars) {
+			status = SPILLWAY_STRINGS_PATH_TOO_LONG;
+			out->length = len;
+		} else if (total > max_total) {
+			status = SPILLWAY_STRINGS_TOO_MUCH;
+		} else if (used + (size_t)len > cap) {
+			size_t grown = cap * 2 > used + (size_t)len ? cap * 2 : used + (size_t)len + 256;
+			jchar *chars = realloc(out->chars, grown * sizeof(jchar));
+			if (chars == NULL) {
+				status = SPILLWAY_STRINGS_NO_MEMORY;
+			} else {
+				out->chars = chars;
+				cap = grown;
+			}
+		}
+		if (status == SPILLWAY_STRINGS_OK && len > 0) {
+			(*env)->GetStringRegion(env, s, 0, len, out->chars + used);
+			if ((*env)->ExceptionCheck(env)) {
+				status = SPILLWAY_STRINGS_PENDING;
+			}
+		}
+		(*env)->DeleteLocalRef(env, s);
+		if (status != SPILLWAY_STRINGS_OK) {
+			out->index = i;
+			return status;
+		}
+		used += (size_t)len;
+		out->ends[i] = (jsize)used;
+		out->count = i + 1;
+	}
+	return SPILLWAY_STRINGS_OK;
 }
 
-int spillway_pin_strings(JNIEnv *env, jobjectArray arr, jobject *refs, jsize n) {
-	for (jsize i = 0; i < n; i++) {
-		jobject s = (*env)->GetObjectArrayElement(env, arr, i);
-		refs[i] = s == NULL ? NULL : (*env)->NewGlobalRef(env, s);
-		(*env)->DeleteLocalRef(env, s);
-		if (refs[i] == NULL) {
-			for (jsize j = 0; j < i; j++) {
-				(*env)->DeleteGlobalRef(env, refs[j]);
-			}
-			return -1;
-		}
-	}
-	return 0;
+void spillway_free_strings(spillway_strings *s) {
+	free(s->chars);
+	free(s->ends);
+	s->chars = NULL;
+	s->ends = NULL;
 }
 
 int spillway_buffer(JNIEnv *env, jobject buf, jint *limit, void **addr) {
@@ -186,6 +199,10 @@ int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length
 	}
 	(*env)->DeleteLocalRef(env, chunk);
 	return 0;
+}
+
+void *spillway_malloc(size_t size) {
+	return malloc(size);
 }
 
 jstring spillway_new_string(JNIEnv *env, const jchar *chars, jsize len) {

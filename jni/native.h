@@ -1,8 +1,9 @@
-// C side of the JNI layer: the calls that must not pay Go's reflection or allocation, and the
-// ones jnigi cannot make (throwing). Cached at JNI_OnLoad, used from any Java thread.
+// C side of the JNI layer: the JNI calls themselves, which cgo cannot make through the JNIEnv's
+// function table. Class and method IDs are cached at JNI_OnLoad and used from any Java thread.
 #ifndef SPILLWAY_NATIVE_H
 #define SPILLWAY_NATIVE_H
 
+#include <stddef.h>
 #include <jni.h>
 
 // Exception kinds, in the order of plan.ErrorKind, then the library's own.
@@ -12,26 +13,39 @@ enum {
 	SPILLWAY_ILLEGAL_STATE = 2,
 	SPILLWAY_LIMIT_EXCEEDED = 3,
 	SPILLWAY_INTERNAL_ERROR = 4,
-	SPILLWAY_EXCEPTION_KINDS = 5
+	SPILLWAY_OUT_OF_MEMORY = 5,
+	SPILLWAY_EXCEPTION_KINDS = 6
 };
 
 // Throws a new exception of the kind with a UTF-16 message; leaves any exception already pending.
 void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len);
 
-// A set of Strings remembered by global refs: refs[0..n).
+// The UTF-16 chars of a String[]'s elements, in C memory (malloc'd; free with
+// spillway_free_strings): element i is chars[ends[i-1] (0 for i = 0), ends[i]).
 typedef struct {
-	jobject *refs;
-	jsize n;
-} spillway_string_set;
+	jchar *chars;
+	jsize *ends;
+	jsize count;  // elements read
+	jsize index;  // the element a failure is about
+	jlong length; // the failing element's length, or the array's for TOO_MUCH and NO_MEMORY
+} spillway_strings;
 
-// Returns the index of the first of sets[0..count) whose strings are exactly arr's elements, the
-// very same objects in the same order; -1 if none is; -2 with an exception pending if the JVM
-// failed. Strings are immutable, so identical elements mean identical dirs without reading a
-// character. One call from Go looks at every set.
-int spillway_find_strings(JNIEnv *env, jobjectArray arr, const spillway_string_set *sets, int count);
+enum {
+	SPILLWAY_STRINGS_OK = 0,
+	SPILLWAY_STRINGS_PENDING = 1,       // a JNI call failed, normally with an exception pending
+	SPILLWAY_STRINGS_NULL_ELEMENT = 2,  // arr[index] is null
+	SPILLWAY_STRINGS_PATH_TOO_LONG = 3, // arr[index] has more than max_chars chars
+	SPILLWAY_STRINGS_TOO_MUCH = 4,      // the elements up to arr[index] pass max_total chars (one counted per element)
+	SPILLWAY_STRINGS_NO_MEMORY = 5      // malloc failed
+};
 
-// Makes refs[i] a global ref to arr[i] for i < n. Returns 0, or -1 (refs made so far deleted).
-int spillway_pin_strings(JNIEnv *env, jobjectArray arr, jobject *refs, jsize n);
+// Reads every element of arr once: its reference, then its length and chars from that same
+// reference, which is then deleted, so any number of elements needs only a few local references.
+// Returns one of SPILLWAY_STRINGS_*; out holds what was read so far either way.
+int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out);
+
+// Frees what spillway_read_strings allocated (safe on a zeroed or failed read).
+void spillway_free_strings(spillway_strings *s);
 
 // Describes a ByteBuffer: its limit, and its address if it is direct (else NULL). Returns 0, or
 // -1 with an exception pending.
@@ -43,6 +57,9 @@ int spillway_buffer_read_only(JNIEnv *env, jobject buf);
 // Copies length bytes at absolute index offset of a heap ByteBuffer (read-only ones included)
 // into dst, leaving its position alone. Returns 0, or -1 with an exception pending.
 int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, void *dst);
+
+// malloc, which returns NULL when memory is short (cgo's C.malloc aborts the process instead).
+void *spillway_malloc(size_t size);
 
 // Returns the length of arr.
 jsize spillway_array_length(JNIEnv *env, jarray arr);

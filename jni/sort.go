@@ -30,7 +30,7 @@ func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.j
 		throw(env, err)
 		return
 	}
-	data, release, err := bufferBytes(env, batch, offset, length)
+	data, release, err := batchBytes(env, batch, offset, length)
 	if err != nil {
 		throw(env, err)
 		return

@@ -26,3 +26,29 @@ func BenchmarkCreateReleasePlan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreateReleasePlanIn is the same through a local dirs registration, as the JVM does.
+func BenchmarkCreateReleasePlanIn(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("roots=%d", n), func(b *testing.B) {
+			dirs, _ := localDirs(b, n)
+			r := NewRegistry(nil)
+			dh, err := r.RegisterLocalDirs(dirs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					h, err := r.CreatePlanIn(dh, 100<<30, Unlimited)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := r.ReleasePlan(h); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -25,7 +25,8 @@ const (
 const Unlimited = math.MaxInt64
 
 // LocalDirs is a validated list of local dirs. Parse it once and reuse it for every plan: the
-// parse allocates and checks, a plan built from it does neither.
+// parse allocates and checks, a plan built from it does neither. Callers that cannot keep a Go
+// value between plans (the JVM) register their dirs instead: see RegisterLocalDirs.
 type LocalDirs struct {
 	roots *spill.Roots
 }
@@ -45,6 +46,7 @@ type Registry struct {
 	plans *handleTable[*Plan]
 	files *handleTable[*fileEntry]
 	sorts *handleTable[*sortEntry]
+	dirs  *readMostlyTable[*spill.Roots] // registered local dirs; see RegisterLocalDirs
 	fs    spill.FS
 
 	// shared holds the executor-wide budget over all plans' files, and the counters.
@@ -57,6 +59,7 @@ func NewRegistry(fsys spill.FS) *Registry {
 		plans: newHandleTable[*Plan](),
 		files: newHandleTable[*fileEntry](),
 		sorts: newHandleTable[*sortEntry](),
+		dirs:  newReadMostlyTable[*spill.Roots](),
 		fs:    fsys,
 	}
 }
@@ -267,7 +270,7 @@ func (r *Registry) LiveSorts() int { return r.sorts.len() }
 
 // HandleError is a handle that names no live plan or file: released, never issued, or forged.
 type HandleError struct {
-	What   string // "plan" or "spill file"
+	What   string // "plan", "spill file", "sort" or "local dirs registration"
 	Handle uint64
 }
 

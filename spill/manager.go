@@ -546,17 +546,28 @@ func (f *File) Write(p []byte) (int, error) {
 // copyChunk bounds the buffer WriteFrom copies through.
 const copyChunk = 1 << 20
 
+// copyBuffers are WriteFrom's copy buffers, reused: a large write allocates nothing per call.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
+
+// sourceError is a failure of WriteFrom's reader, which is not the filesystem's.
+type sourceError struct{ err error }
+
+func (e *sourceError) Error() string { return e.err.Error() }
+func (e *sourceError) Unwrap() error { return e.err }
+
 // WriteFrom appends exactly n bytes read from r, whole or not at all, as Write does: n is
 // reserved against the limits first, then the bytes are copied through a buffer of at most 1 MiB,
 // so a write of any size allocates a bounded amount. If r or the file fails, or r ends early, the
 // file is truncated back to its size before the call and n is given back.
 func (f *File) WriteFrom(r io.Reader, n int64) error {
 	return f.appendBytes(n, func(off int64) error {
-		buf := make([]byte, min(n, copyChunk))
+		bp := copyBuffers.Get().(*[]byte)
+		defer copyBuffers.Put(bp)
+		buf := (*bp)[:min(n, copyChunk)]
 		for left := n; left > 0; {
 			chunk := buf[:min(left, int64(len(buf)))]
 			if _, err := io.ReadFull(r, chunk); err != nil {
-				return fmt.Errorf("spill: reading the bytes to write to %s: %w", f.path, err)
+				return &sourceError{fmt.Errorf("spill: reading the bytes to write to %s: %w", f.path, err)}
 			}
 			if _, err := f.h.WriteAt(chunk, off); err != nil {
 				return err
@@ -600,6 +611,9 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 			return f.m.fsError(errors.Join(err, terr))
 		}
 		f.m.unreserve(n)
+		if src := (*sourceError)(nil); errors.As(err, &src) {
+			return src.err // the caller's source failed, not the filesystem
+		}
 		return f.m.fsError(err)
 	}
 	f.size += n

@@ -1,7 +1,9 @@
 package spill_test
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -672,4 +675,40 @@ func TestSharedCountsFilesystemErrors(t *testing.T) {
 	_, err = spill.New(spill.Config{Roots: roots, Limit: 1, Shared: &shared, SharedLimit: -1})
 	var cfgErr *spill.ConfigError
 	assert.ErrorAs(t, err, &cfgErr)
+}
+
+// WriteFrom copies a source larger than its 1 MiB buffer whole; a source that fails or ends early
+// leaves the file, the usage and the filesystem-error count as they were.
+func TestWriteFromIsAllOrNothing(t *testing.T) {
+	var shared spill.Shared
+	roots, err := spill.NewRoots([]string{t.TempDir()})
+	require.NoError(t, err)
+	m, err := spill.New(spill.Config{Roots: roots, Limit: 8 << 20, Shared: &shared, SharedLimit: 8 << 20})
+	require.NoError(t, err)
+	defer m.Close()
+	f, err := m.CreateFile()
+	require.NoError(t, err)
+
+	data := make([]byte, 3<<20+17)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	require.NoError(t, f.WriteFrom(bytes.NewReader(data), int64(len(data))))
+	require.Equal(t, int64(len(data)), m.Used())
+
+	boom := errors.New("the source failed")
+	for _, src := range []io.Reader{
+		io.MultiReader(bytes.NewReader(data[:2<<20]), iotest.ErrReader(boom)), // fails mid-way
+		bytes.NewReader(data[:1<<20]),                                         // ends early
+	} {
+		err := f.WriteFrom(src, int64(len(data)))
+		require.Error(t, err)
+		assert.Equal(t, int64(len(data)), m.Used())
+		assert.Equal(t, int64(len(data)), f.Size())
+		assert.Zero(t, shared.Stats.FSErrors.Load(), "a failing source is not a filesystem error")
+		onDisk, err := os.ReadFile(f.Path())
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(data, onDisk), "the file must hold exactly the acknowledged bytes")
+	}
+	require.ErrorIs(t, f.WriteFrom(iotest.ErrReader(boom), 1), boom)
 }

@@ -20,6 +20,7 @@ func NewRoots(dirs []string) (*Roots, error) {
 		return nil, &ConfigError{Reason: "no local dirs given; pass at least one absolute directory path"}
 	}
 	paths := make([]string, len(dirs))
+	seen := make(map[string]int, len(dirs)) // cleaned path -> its index: linear in the dirs given
 	for i, d := range dirs {
 		switch {
 		case d == "":
@@ -30,11 +31,10 @@ func NewRoots(dirs []string) (*Roots, error) {
 			return nil, &ConfigError{Reason: fmt.Sprintf("local dir #%d %q is a relative path; pass an absolute path", i, d)}
 		}
 		paths[i] = filepath.Clean(d)
-		for j := range i {
-			if paths[j] == paths[i] {
-				return nil, &ConfigError{Reason: fmt.Sprintf("local dir %q is given twice (#%d %q and #%d %q); list each dir once", paths[i], j, dirs[j], i, d)}
-			}
+		if j, dup := seen[paths[i]]; dup {
+			return nil, &ConfigError{Reason: fmt.Sprintf("local dir %q is given twice (#%d %q and #%d %q); list each dir once", paths[i], j, dirs[j], i, d)}
 		}
+		seen[paths[i]] = i
 	}
 	return &Roots{paths: paths}, nil
 }

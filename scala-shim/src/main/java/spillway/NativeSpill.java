@@ -4,13 +4,17 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * The JNI contract of libspillway (see DESIGN.md, "The JNI contract"). Clients outside this
+ * The JNI contract of libspillway (see README.md, "Architecture"). Clients outside this
  * repository call these methods directly: signatures and semantics are fixed.
  *
  * <p>Handles are opaque {@code long}s. Errors: {@link IllegalArgumentException} for bad arguments,
  * {@link IllegalStateException} for unknown, released or forged handles (double release included),
- * {@link SpillLimitExceededException} when a write would exceed the plan's limit, and
- * {@link IOException} for filesystem failures.
+ * {@link SpillLimitExceededException} when a write would exceed the plan's limit,
+ * {@link IOException} for filesystem failures, and {@link OutOfMemoryError} when the process has
+ * no memory left outside the Java heap for a copy.
+ *
+ * <p>Paths cross as Java strings and are used exactly: one that no file name can hold exactly (an
+ * unpaired UTF-16 surrogate, a NUL) is an {@link IllegalArgumentException}, never replaced.
  *
  * <p>Call {@link NativeLoader#load()} before first use to get a descriptive error if the library
  * cannot be loaded: if this class's initialisation fails, the JVM reports later uses as a bare
@@ -24,10 +28,47 @@ public final class NativeSpill {
   private NativeSpill() {}
 
   /**
-   * Validates the arguments and returns a plan handle. Touches no filesystem: the plan's directory
-   * under a local dir is created by its first {@link #createTmpFile}.
+   * Validates an executor's local dirs once and returns a handle for {@link #createPlanIn}, which
+   * builds plans in them without reading or validating a path again. Touches no filesystem.
+   * Release it with {@link #releaseLocalDirs} when no more plans will be created in these dirs.
    *
-   * @param localDirs absolute paths of the roots the plan may spill into (not null, not empty)
+   * @param localDirs absolute paths of the roots plans may spill into (not null, not empty, no
+   *     null element, no duplicate); each element is read once
+   * @return a handle for {@link #createPlanIn} and {@link #releaseLocalDirs}
+   * @throws IllegalArgumentException for invalid dirs, naming the element
+   */
+  public static native long registerLocalDirs(String[] localDirs);
+
+  /**
+   * Forgets a registration of {@link #registerLocalDirs}. Plans already created in its dirs are
+   * not affected; a later {@link #createPlanIn} with this handle is an {@link
+   * IllegalStateException}, and so is a second release.
+   */
+  public static native void releaseLocalDirs(long localDirs);
+
+  /**
+   * Returns a plan handle for a plan in registered local dirs: the executor's usual path, which
+   * reads no array and touches no filesystem (the plan's directory under a local dir is created
+   * by its first {@link #createTmpFile}).
+   *
+   * @param localDirs a live handle of {@link #registerLocalDirs}
+   * @param maxTempDirectorySize the plan's limit in bytes over all its live files (not negative)
+   * @param maxExecutorTempDirectorySize bytes for all plans of the JVM together ({@code
+   *     Long.MAX_VALUE}: no executor limit); not negative. Both limits are this plan's own, fixed
+   *     now: a plan created later with other values never changes this one.
+   * @throws IllegalStateException if {@code localDirs} is not a live registration
+   */
+  public static native long createPlanIn(
+      long localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
+
+  /**
+   * Validates the arguments and returns a plan handle. Touches no filesystem: the plan's directory
+   * under a local dir is created by its first {@link #createTmpFile}. The paths are converted and
+   * validated on every call: a caller that creates many plans in the same dirs registers them
+   * once ({@link #registerLocalDirs}) and calls {@link #createPlanIn}.
+   *
+   * @param localDirs absolute paths of the roots the plan may spill into (not null, not empty);
+   *     each element is read once
    * @param maxTempDirectorySize the plan's limit in bytes over all its live files (not negative)
    */
   public static native long createPlan(String[] localDirs, long maxTempDirectorySize);
@@ -54,21 +95,32 @@ public final class NativeSpill {
    * Appends {@code length} bytes of {@code buf} starting at the absolute index {@code offset}
    * (not the buffer's position, which is left unchanged); requires
    * {@code 0 <= offset, 0 <= length, offset + length <= buf.limit()}. Direct or heap buffers.
-   * All or nothing against the plan's limit.
+   * All or nothing against the plan's limit. A heap buffer is copied in bounded chunks, so a
+   * write of any size needs no memory in proportion to it outside the Java heap.
    *
    * @return {@code length}
    */
   public static native int write(long file, ByteBuffer buf, int offset, int length)
       throws IOException;
 
-  /** Deletes the file and returns its bytes to the plan. */
-  public static native void releaseTmpFile(long file);
+  /**
+   * Deletes the file and returns its bytes to the plan. The handle is released even when the
+   * deletion fails.
+   *
+   * @throws IOException if the file could not be deleted (naming it and the OS cause)
+   */
+  public static native void releaseTmpFile(long file) throws IOException;
 
   /** Bytes in the plan's live files. */
   public static native long usedDiskSpace(long plan);
 
-  /** Deletes every file and directory the plan created, nothing else. */
-  public static native void releasePlan(long plan);
+  /**
+   * Deletes every file and directory the plan created, nothing else. The plan and its handles are
+   * released even when something could not be deleted.
+   *
+   * @throws IOException naming each file or directory that could not be deleted, and the OS cause
+   */
+  public static native void releasePlan(long plan) throws IOException;
 
   /** How many longs {@link #stats} fills. */
   public static final int STATS_LENGTH = 9;
@@ -117,6 +169,9 @@ public final class NativeSpill {
    * Copies the records of {@code batch[offset, offset + length)} into the sort (the buffer may be
    * reused afterwards). A malformed batch is an {@link IllegalArgumentException} that adds
    * nothing. If holding the records would pass the memory budget, a sorted run is spilled first.
+   * A heap batch over 1 MiB is first copied whole outside the Java heap (a direct one is read
+   * in place): if the process has no room for that copy, the call is an {@link
+   * OutOfMemoryError} that adds nothing.
    *
    * @throws SpillLimitExceededException if that spill would pass the plan's limit (the sort is
    *     then broken: release it)
@@ -150,6 +205,11 @@ public final class NativeSpill {
    */
   public static native void sortStats(long sort, long[] out);
 
-  /** Deletes the sort's run files and drops its memory. */
-  public static native void releaseSort(long sort);
+  /**
+   * Deletes the sort's run files and drops its memory. The handle is released even when a run
+   * file could not be deleted.
+   *
+   * @throws IOException naming a run file that could not be deleted, and the OS cause
+   */
+  public static native void releaseSort(long sort) throws IOException;
 }

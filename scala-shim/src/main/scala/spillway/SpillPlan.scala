@@ -62,7 +62,12 @@ final class SpillPlan private (
 
   def isClosed: Boolean = closed
 
-  /** Deletes every file and directory the plan created. Idempotent. */
+  /**
+   * Deletes every file and directory the plan created. Idempotent: the plan is closed even when
+   * something could not be deleted.
+   *
+   * @throws java.io.IOException naming what could not be deleted
+   */
   override def close(): Unit = {
     lock.writeLock.lock()
     try {
@@ -119,6 +124,19 @@ object SpillPlan {
   def create(localDirs: Array[String], maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
     val handle = NativeSpill.createPlanWithExecutorLimit(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
+    SpillwayMetrics.plansCreated.increment()
+    new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
+  }
+
+  /**
+   * Creates a plan as above in local dirs registered with `NativeSpill.registerLocalDirs`: the
+   * executor's path (TaskSpill), which converts no path per plan.
+   *
+   * @throws IllegalStateException if `localDirs` is not a live registration
+   * @throws IllegalArgumentException for a negative limit
+   */
+  def createIn(localDirs: Long, maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
+    val handle = NativeSpill.createPlanIn(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
     SpillwayMetrics.plansCreated.increment()
     new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
   }

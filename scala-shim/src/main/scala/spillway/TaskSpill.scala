@@ -20,11 +20,17 @@ import org.apache.spark.spillway.SpillwayConf
 object TaskSpill {
   private val plans = new ConcurrentHashMap[TaskContext, SpillPlan]()
 
-  // The executor's local dirs, converted once per SparkEnv. The same array instance is passed to
-  // every createPlan: the native side caches the converted dirs by the identity of the elements,
-  // so a fresh copy per plan would pay the conversion on every plan.
-  private final class LocalDirs(val env: SparkEnv, val dirs: Array[String])
-  @volatile private var localDirsCache: LocalDirs = _
+  /**
+   * The executor's local dirs, registered with the library once per SparkEnv: every plan is
+   * created from `handle` (NativeSpill.createPlanIn), so no path is converted or validated per
+   * plan. A registration is released when a new SparkEnv replaces it (a new SparkContext in the
+   * same JVM); `retired` is set first, so a plan creation that raced with that knows to retry.
+   */
+  private[spillway] final class LocalDirs(val owner: AnyRef, val paths: Array[String], val handle: Long) {
+    @volatile private[spillway] var retired = false
+  }
+  @volatile private var registered: LocalDirs = _
+  private val registering = new Object
 
   /**
    * The current task's plan, created on the first call in the task.
@@ -55,7 +61,7 @@ object TaskSpill {
     if (env == null) throw new IllegalStateException("no SparkEnv in this JVM")
     val limit = SpillwayConf.maxTempDirectorySize(task, env.conf)
     val executorLimit = SpillwayConf.maxExecutorTempDirectorySize(task, env.conf)
-    val plan = SpillPlan.create(localDirs(env), limit, executorLimit)
+    val plan = createIn(localDirs(env), limit, executorLimit)
     plans.put(task, plan)
     try {
       // If the task has already completed, Spark runs the listener right away.
@@ -86,14 +92,36 @@ object TaskSpill {
 
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  private[spillway] def localDirs(env: SparkEnv): Array[String] = {
-    val cached = localDirsCache
-    if (cached != null && (cached.env eq env)) {
-      cached.dirs
-    } else {
-      val dirs = new LocalDirs(env, env.blockManager.getLocalDiskDirs.clone())
-      localDirsCache = dirs
-      dirs.dirs
+  private[spillway] def createIn(dirs: LocalDirs, limit: Long, executorLimit: Long): SpillPlan =
+    try SpillPlan.createIn(dirs.handle, limit, executorLimit)
+    catch {
+      // Released under us by a newer SparkEnv's registration: use that one.
+      case e: IllegalStateException if dirs.retired =>
+        val env = SparkEnv.get
+        if (env == null) throw e
+        SpillPlan.createIn(localDirs(env).handle, limit, executorLimit)
     }
+
+  /** The registration of `env`'s local dirs, made on the first call for that env. */
+  private[spillway] def localDirs(env: SparkEnv): LocalDirs = {
+    val current = registered
+    if (current != null && (current.owner eq env)) current
+    else register(env, () => env.blockManager.getLocalDiskDirs)
+  }
+
+  // Rare (once per SparkEnv), so one lock is fine: it keeps two tasks from registering twice.
+  // `owner` is the SparkEnv (anything else only in tests).
+  private[spillway] def register(owner: AnyRef, dirs: () => Array[String]): LocalDirs = registering.synchronized {
+    val current = registered
+    if (current != null && (current.owner eq owner)) return current
+    NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
+    val paths = dirs().clone()
+    val next = new LocalDirs(owner, paths, NativeSpill.registerLocalDirs(paths))
+    registered = next
+    if (current != null) {
+      current.retired = true
+      NativeSpill.releaseLocalDirs(current.handle)
+    }
+    next
   }
 }

@@ -30,7 +30,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
 
   private var base: Path = _
   private var root: Path = _
-  private var p, f, s, q, g: Long = 0L
+  private var p, f, s, q, g, d: Long = 0L
   private val fBytes = TestFiles.pattern(100, 1)
   private val gBytes = TestFiles.pattern(77, 2)
   private val record = batch("key".getBytes("UTF-8") -> "value".getBytes("UTF-8"))
@@ -62,6 +62,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     q = NativeSpill.createPlan(Array(root.toString), GiB)
     g = NativeSpill.createTmpFile(q)
     NativeSpill.write(g, ByteBuffer.wrap(gBytes), 0, gBytes.length)
+    d = NativeSpill.registerLocalDirs(Array(root.toString))
   }
 
   override def afterEach(): Unit = {
@@ -69,6 +70,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     finally {
       // A test may have released P or Q on purpose; whatever is left goes now.
       for (plan <- Seq(p, q)) try NativeSpill.releasePlan(plan) catch { case _: IllegalStateException => }
+      try NativeSpill.releaseLocalDirs(d) catch { case _: IllegalStateException => }
       val left = TestFiles.spillDirsUnder(Seq(root.toString))
       TestFiles.deleteRecursively(base)
       assert(left.isEmpty, s"plan dirs left after releasing every plan: $left")
@@ -107,6 +109,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   private case object PlanKind extends Kind
   private case object FileKind extends Kind
   private case object SortKind extends Kind
+  private case object DirsKind extends Kind
 
   /**
    * Every NativeSpill method that takes a handle, with otherwise valid arguments, so that the
@@ -125,16 +128,23 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("sortMemoryUsed", SortKind, h => NativeSpill.sortMemoryUsed(h)),
     ("sortNext", SortKind, h => NativeSpill.sortNext(h, ByteBuffer.allocateDirect(256), 0, 256)),
     ("sortStats", SortKind, h => NativeSpill.sortStats(h, new Array[Long](5))),
-    ("releaseSort", SortKind, h => NativeSpill.releaseSort(h)))
+    ("releaseSort", SortKind, h => NativeSpill.releaseSort(h)),
+    ("createPlanIn", DirsKind, h => NativeSpill.createPlanIn(h, GiB, GiB)),
+    ("releaseLocalDirs", DirsKind, h => NativeSpill.releaseLocalDirs(h)))
 
   /** `h` is refused by every handle-taking method, or by those expecting one of `kinds`. */
-  private def refusedBy(label: String, h: Long, kinds: Set[Kind] = Set(PlanKind, FileKind, SortKind)): Unit =
+  private def refusedBy(label: String, h: Long, kinds: Set[Kind] = Set(PlanKind, FileKind, SortKind, DirsKind)): Unit =
     for ((name, kind, call) <- handleMethods if kinds(kind)) illegalState(s"$name($label = $h)")(call(h))
 
   private def fileContent(file: Long): Seq[Byte] = Files.readAllBytes(Paths.get(NativeSpill.path(file))).toSeq
 
-  /** P, F, S, Q and G are exactly as beforeEach left them (for the ones a test did not release). */
+  /** P, F, S, Q, G and D are exactly as beforeEach left them (for the ones a test did not release). */
   private def assertFixtureIntact(): Unit = {
+    if (registered(d)) {
+      val plan = NativeSpill.createPlanIn(d, GiB, GiB)
+      assert(NativeSpill.path(NativeSpill.createTmpFile(plan)).startsWith(root.toString + "/"), "D's dirs changed")
+      NativeSpill.releasePlan(plan)
+    }
     if (alive(p)) {
       assert(NativeSpill.usedDiskSpace(p) == fBytes.length)
       assert(fileContent(f) == fBytes.toSeq, "F changed")
@@ -147,6 +157,10 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
       assert(fileContent(g) == gBytes.toSeq, "G changed")
     }
   }
+
+  private def registered(dirs: Long): Boolean =
+    try { NativeSpill.releasePlan(NativeSpill.createPlanIn(dirs, GiB, GiB)); true }
+    catch { case _: IllegalStateException => false }
 
   private def alive(plan: Long): Boolean =
     try { NativeSpill.usedDiskSpace(plan); true }
@@ -163,20 +177,21 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
 
   test("near misses of live handles (one bit flipped, plus or minus one) are never issued handles") {
     // Handles are sparse: a handle corrupted by one bit, or an off-by-one, must miss every table.
-    for ((label, live) <- Seq("plan" -> p, "file" -> f, "sort" -> s); flip <- Seq(0, 1, 7, 31, 32, 62, 63)) {
+    for ((label, live) <- Seq("plan" -> p, "file" -> f, "sort" -> s, "dirs" -> d); flip <- Seq(0, 1, 7, 31, 32, 62, 63)) {
       refusedBy(s"$label with bit $flip flipped", live ^ (1L << flip))
     }
-    for ((label, live) <- Seq("plan" -> p, "file" -> f, "sort" -> s); d <- Seq(-1L, 1L)) {
-      refusedBy(s"$label ${if (d > 0) "+" else "-"} 1", live + d)
+    for ((label, live) <- Seq("plan" -> p, "file" -> f, "sort" -> s, "dirs" -> d); delta <- Seq(-1L, 1L)) {
+      refusedBy(s"$label ${if (delta > 0) "+" else "-"} 1", live + delta)
     }
   }
 
   test("a live handle of the wrong kind is refused: plan as file or sort, file as plan or sort, sort as plan or file") {
-    refusedBy("plan handle", p, Set(FileKind, SortKind))
-    refusedBy("file handle", f, Set(PlanKind, SortKind))
-    refusedBy("sort handle", s, Set(PlanKind, FileKind))
-    refusedBy("other plan's file handle", g, Set(PlanKind, SortKind))
-    refusedBy("other plan's handle", q, Set(FileKind, SortKind))
+    refusedBy("plan handle", p, Set(FileKind, SortKind, DirsKind))
+    refusedBy("file handle", f, Set(PlanKind, SortKind, DirsKind))
+    refusedBy("sort handle", s, Set(PlanKind, FileKind, DirsKind))
+    refusedBy("dirs registration", d, Set(PlanKind, FileKind, SortKind))
+    refusedBy("other plan's file handle", g, Set(PlanKind, SortKind, DirsKind))
+    refusedBy("other plan's handle", q, Set(FileKind, SortKind, DirsKind))
     // afterEach checks that none of these released or changed P, F, S, Q or G.
   }
 
@@ -192,6 +207,15 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     val other = NativeSpill.createSort(p, 1 << 20)
     NativeSpill.releaseSort(other)
     refusedBy("released sort", other)
+  }
+
+  test("a released registration of local dirs is refused (double release included); plans made from it live on") {
+    val plan = NativeSpill.createPlanIn(d, GiB, GiB)
+    NativeSpill.releaseLocalDirs(d)
+    refusedBy("released dirs registration", d)
+    val file = NativeSpill.createTmpFile(plan)
+    assert(NativeSpill.write(file, direct(fBytes), 0, 10) == 10)
+    NativeSpill.releasePlan(plan)
   }
 
   test("a released plan is refused by every method, and so are its files and sorts (double release included)") {
@@ -267,7 +291,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
 
   // ---- arguments ---------------------------------------------------------------------------------
 
-  test("createPlan and createPlanWithExecutorLimit: null, empty, null element, empty, relative, NUL, duplicate dirs") {
+  test("createPlan, createPlanWithExecutorLimit and registerLocalDirs: null, empty, null element, empty, relative, NUL, unpaired surrogate, duplicate dirs") {
     val r = root.toString
     val badDirs: Seq[(String, Array[String])] = Seq(
       "null array" -> null,
@@ -280,11 +304,19 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
       "relative after a good dir" -> Array(r, "rel"),
       "NUL byte" -> Array(s"$r/a\u0000b"),
       "duplicate" -> Array(r, r),
-      "duplicate after cleaning" -> Array(r, s"$r/./"))
+      "duplicate after cleaning" -> Array(r, s"$r/./"),
+      "unpaired high surrogate" -> Array(r, s"$r/a\uD800"),
+      "unpaired low surrogate" -> Array(s"$r/\uDC00b"),
+      "surrogates in the wrong order" -> Array(s"$r/\uDE00\uD83D"),
+      "too long a path" -> Array(r, s"$r/${"x" * 40000}"))
     for ((label, dirs) <- badDirs) {
       illegalArgument(s"createPlan($label)")(NativeSpill.createPlan(dirs, GiB))
       illegalArgument(s"createPlanWithExecutorLimit($label)")(NativeSpill.createPlanWithExecutorLimit(dirs, GiB, GiB))
+      illegalArgument(s"registerLocalDirs($label)")(NativeSpill.registerLocalDirs(dirs))
     }
+    // A refused element is named by its index.
+    val e = intercept[IllegalArgumentException](NativeSpill.registerLocalDirs(Array(r, s"$r/z", s"$r/\uD800")))
+    assert(e.getMessage.contains("localDirs[2]") && e.getMessage.contains("surrogate"), e.getMessage)
     assert(TestFiles.entriesUnder(root).forall(e => e.startsWith("spillway-") || e.startsWith(".spillway-")))
   }
 
@@ -347,7 +379,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     for ((label, dirs) <- Seq(
         "null array" -> null, "empty array" -> Array.empty[String], "null element" -> Array[String](null),
         "null after a good dir" -> Array(r, null), "empty path" -> Array(""), "relative" -> Array("rel"),
-        "NUL byte" -> Array(s"$r\u0000"), "duplicate" -> Array(r, r))) {
+        "NUL byte" -> Array(s"$r\u0000"), "duplicate" -> Array(r, r), "unpaired surrogate" -> Array(s"$r/\uD800"))) {
       illegalArgument(s"sweepOrphans($label)")(NativeSpill.sweepOrphans(dirs))
     }
     // P's and Q's dirs live under root and are locked: a valid sweep leaves them.

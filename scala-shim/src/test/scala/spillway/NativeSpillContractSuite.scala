@@ -3,6 +3,8 @@ package spillway
 import java.io.IOException
 import java.nio.ByteBuffer
 import java.nio.file.{Files, Path, Paths}
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.{AtomicBoolean, AtomicInteger}
 
 import scala.util.Random
 
@@ -10,7 +12,7 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The JNI contract of DESIGN.md, called directly (no Spark): bad inputs get the contract's
+ * The JNI contract (NativeSpill's Javadoc), called directly (no Spark): bad inputs get the contract's
  * exceptions and the JVM survives; good inputs do exactly what the contract says on disk.
  * XcheckJniSuite runs this suite again under -Xcheck:jni.
  */
@@ -358,5 +360,200 @@ class NativeSpillContractSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("noop can be called") {
     (1 to 1000).foreach(_ => NativeSpill.noop())
+  }
+
+  // ---- local dirs: registration, and conversion of the String[] ------------------------------
+
+  test("registerLocalDirs: plans from the registration spill into its dirs; releasing it leaves them working") {
+    val before = rootEntries
+    val dirs = NativeSpill.registerLocalDirs(roots)
+    val plans = (1 to 3).map(_ => NativeSpill.createPlanIn(dirs, GiB, Long.MaxValue))
+    assert(rootEntries == before, "registering and creating plans touch no filesystem")
+    NativeSpill.releaseLocalDirs(dirs)
+    for (plan <- plans) {
+      val file = NativeSpill.createTmpFile(plan)
+      assert(roots.contains(TestFiles.parentOf(TestFiles.parentOf(NativeSpill.path(file)))))
+      assert(NativeSpill.write(file, ByteBuffer.allocate(10), 0, 10) == 10)
+      NativeSpill.releasePlan(plan)
+    }
+    assert(spillDirs.isEmpty)
+    illegalState(NativeSpill.createPlanIn(dirs, GiB, Long.MaxValue))
+    illegalState(NativeSpill.releaseLocalDirs(dirs))
+  }
+
+  test("createPlanIn: limits are the plan's own, negative ones refused") {
+    val dirs = NativeSpill.registerLocalDirs(roots)
+    try {
+      illegalArgument(NativeSpill.createPlanIn(dirs, -1, Long.MaxValue))
+      illegalArgument(NativeSpill.createPlanIn(dirs, GiB, -1))
+      val plan = NativeSpill.createPlanIn(dirs, 100, Long.MaxValue)
+      val file = NativeSpill.createTmpFile(plan)
+      intercept[SpillLimitExceededException](NativeSpill.write(file, ByteBuffer.allocate(101), 0, 101))
+      NativeSpill.releasePlan(plan)
+    } finally NativeSpill.releaseLocalDirs(dirs)
+  }
+
+  test("a thread flipping arr(0) between a dir and a relative path never gets a plan for the relative path") {
+    // What is validated must be what is used: each element is read once. A relative String that
+    // was in the array while another thread's call succeeded must still be refused afterwards.
+    val relative = Array.tabulate(4)(i => s"relative-dir-$i")
+    val arr = Array(rootA.toString, rootB.toString)
+    val stop = new AtomicBoolean(false)
+    val flips = new AtomicInteger(0)
+    val mutator = new Thread(() => {
+      var i = 0
+      while (!stop.get()) {
+        arr(0) = if (i % 2 == 0) relative((i / 2) % relative.length) else rootA.toString
+        i += 1
+        flips.set(i)
+      }
+    })
+    mutator.setDaemon(true)
+    mutator.start()
+    var succeeded, refused = 0
+    try {
+      // The old dir cache gave a plan for a relative path after 7 to 1,900 rounds here.
+      for (round <- 1 to 20000) {
+        val call: () => Long =
+          if (round % 2 == 0) () => NativeSpill.createPlan(arr, GiB)
+          else () => NativeSpill.registerLocalDirs(arr)
+        try {
+          val h = call()
+          succeeded += 1
+          if (round % 2 == 1) NativeSpill.releaseLocalDirs(h)
+          else {
+            if (round % 100 == 0) { // where its files go, now and then (the filesystem is slow)
+              val path = NativeSpill.path(NativeSpill.createTmpFile(h))
+              assert(roots.contains(TestFiles.parentOf(TestFiles.parentOf(path))), path)
+            }
+            NativeSpill.releasePlan(h)
+          }
+        } catch {
+          case e: IllegalArgumentException =>
+            assert(e.getMessage.contains("relative"), e.getMessage)
+            refused += 1
+        }
+        for (rel <- relative) {
+          illegalArgument(NativeSpill.createPlan(Array(rel, rootB.toString), GiB))
+          illegalArgument(NativeSpill.registerLocalDirs(Array(rel, rootB.toString)))
+        }
+      }
+    } finally {
+      stop.set(true)
+      mutator.join(TimeUnit.SECONDS.toMillis(30))
+    }
+    assert(flips.get() > 0 && succeeded > 0 && refused > 0, s"the race never ran: $succeeded succeeded, $refused refused")
+    info(s"$succeeded calls succeeded, $refused were refused, ${flips.get()} flips")
+    assert(spillDirs.isEmpty)
+    assert(rootEntries == Seq("a", "b"))
+  }
+
+  test("more than 32 createPlan calls with freshly built dir strings (local references under -Xcheck:jni)") {
+    // XcheckJniSuite runs this under -Xcheck:jni, which reports a native holding more than 32
+    // local references at once.
+    for (i <- 1 to 40) {
+      val fresh = Array.fill(33)(new String(rootA.toString + "/")) ++ Array(new String(rootB.toString))
+      illegalArgument(NativeSpill.createPlan(fresh, GiB)) // a duplicate: every element read first
+      // Two dirs, as in an executor: the removed dir cache compared each call with every cached
+      // set of the same size, keeping a local reference per set.
+      val dirs = Array.tabulate(2)(j => base.resolve(s"fresh-$i-$j").toString)
+      NativeSpill.releasePlan(NativeSpill.createPlan(dirs, GiB))
+      NativeSpill.releaseLocalDirs(NativeSpill.registerLocalDirs(dirs))
+    }
+  }
+
+  test("65,600 dirs: createPlan, registerLocalDirs and sweepOrphans work, and refusals still throw") {
+    // Past the 65,528 local references a JNI frame can be given: nothing may fail silently.
+    val n = 65600
+    val many = base.resolve("many")
+    val dirs = Array.tabulate(n)(i => many.resolve(s"d$i").toString)
+    Files.createDirectories(Paths.get(dirs(n - 1)))
+    val plan = NativeSpill.createPlan(dirs, GiB)
+    assert(plan != 0)
+    assert(NativeSpill.usedDiskSpace(plan) == 0)
+    // Only the last dir exists: the plan's file lands there.
+    assert(NativeSpill.path(NativeSpill.createTmpFile(plan)).startsWith(dirs(n - 1) + "/"))
+    NativeSpill.releasePlan(plan)
+    val registered = NativeSpill.registerLocalDirs(dirs)
+    val fromRegistration = NativeSpill.createPlanIn(registered, GiB, Long.MaxValue)
+    NativeSpill.releasePlan(fromRegistration)
+    NativeSpill.releaseLocalDirs(registered)
+    // An orphan (a plan dir whose owner lock nobody holds) in the last dir: the sweep must find it.
+    Files.createDirectory(Paths.get(dirs(n - 1), "spillway-orphan"))
+    Files.createFile(Paths.get(dirs(n - 1), ".spillway-orphan.owner"))
+    assert(NativeSpill.sweepOrphans(dirs) == 1)
+    assert(TestFiles.entriesUnder(Paths.get(dirs(n - 1))).isEmpty)
+    val e = illegalArgument(NativeSpill.createPlan(dirs :+ dirs(7), GiB))
+    assert(e.getMessage.contains("#7") && e.getMessage.contains(s"#$n"), e.getMessage)
+    illegalArgument(NativeSpill.sweepOrphans(dirs :+ "relative"))
+    illegalArgument(NativeSpill.registerLocalDirs(dirs.updated(n - 2, null)))
+  }
+
+  test("a dir with an unpaired UTF-16 surrogate is refused, never mapped onto another dir") {
+    // A lenient UTF-8 encoder writes '?' (or U+FFFD) for the lone surrogate: "lone-" + U+D800
+    // would become lone-?, another dir.
+    val lookalike = Files.createDirectory(base.resolve("lone-?"))
+    val lone = base.resolve("lone-").toString + "\uD800"
+    for (dirs <- Seq(Array(lone), Array(rootA.toString, lone), Array(base.resolve("x").toString + "\uDC00y"))) {
+      val index = dirs.length - 1
+      for (call <- Seq[() => Any](
+          () => NativeSpill.createPlan(dirs, GiB), () => NativeSpill.createPlanWithExecutorLimit(dirs, GiB, GiB),
+          () => NativeSpill.registerLocalDirs(dirs), () => NativeSpill.sweepOrphans(dirs))) {
+        val e = illegalArgument(call())
+        assert(e.getMessage.contains(s"[$index]") && e.getMessage.contains("surrogate"), e.getMessage)
+      }
+    }
+    assert(TestFiles.entriesUnder(lookalike).isEmpty)
+    // A valid pair is a real character, used exactly.
+    val emoji = Files.createDirectory(base.resolve("pair-\uD83D\uDE00"))
+    val plan = NativeSpill.createPlan(Array(emoji.toString), GiB)
+    val path = NativeSpill.path(NativeSpill.createTmpFile(plan))
+    assert(path.startsWith(emoji.toString + "/"), path)
+    assert(Files.exists(Paths.get(path)))
+    NativeSpill.releasePlan(plan)
+    assert(TestFiles.entriesUnder(emoji).isEmpty)
+  }
+
+  test("a heap buffer of 3 MiB + 5 bytes is written whole, in order, through the bounded copy") {
+    val data = TestFiles.pattern((3 << 20) + 5, 9)
+    val plan = NativeSpill.createPlan(roots, GiB)
+    for (buf <- Seq(ByteBuffer.wrap(data), ByteBuffer.wrap(data).asReadOnlyBuffer())) {
+      val file = NativeSpill.createTmpFile(plan)
+      assert(NativeSpill.write(file, buf, 3, data.length - 3) == data.length - 3)
+      assert(java.util.Arrays.equals(fileBytes(file), data.drop(3)), s"$buf")
+    }
+    NativeSpill.releasePlan(plan)
+  }
+
+  test("a 320 MiB heap-buffer write with the address space 128 MiB above its size does not kill the JVM") {
+    // Go's allocator aborts the whole process ("fatal error: out of memory", exit 134) when the
+    // address space runs out: nothing the library does may allocate in proportion to a write.
+    val child = ChildJvm.start(classOf[HeapWriteChild].getName.stripSuffix("$"), Seq("-Xmx512m", "-XX:+UseSerialGC", s"-XX:ErrorFile=$base/hs_err_%p.log"), // a crash report goes with base
+      Seq(rootA.toString))
+    try {
+      child.awaitLine("READY")
+      val vmSize = Files.readAllLines(Paths.get(s"/proc/${child.pid}/status")).toArray.map(_.toString)
+        .collectFirst { case l if l.startsWith("VmSize:") => l.split("\\s+")(1).toLong * 1024 }
+        .getOrElse(fail("no VmSize in /proc/<child>/status"))
+      val limit = vmSize + (128L << 20)
+      val prlimit = new ProcessBuilder("prlimit", s"--pid=${child.pid}", s"--as=$limit").redirectErrorStream(true).start()
+      val prlimitOutput = new String(prlimit.getInputStream.readAllBytes())
+      assert(prlimit.waitFor(30, TimeUnit.SECONDS) && prlimit.exitValue() == 0, s"prlimit: $prlimitOutput")
+      child.send("go")
+      val exit = child.waitFor(300)
+      val output = child.output
+      withClue(s"child (address space limited to $limit bytes) output:\n$output\n") {
+        assert(exit == 0)
+        assert(!output.contains("fatal error"))
+        val write = output.linesIterator.find(_.startsWith("write:")).getOrElse(fail("no write: line"))
+        assert(write == s"write: wrote ${HeapWriteChild.Size}" || write.startsWith("write: threw java.io.IOException"))
+        val sortAdd = output.linesIterator.find(_.startsWith("sortAdd:")).getOrElse(fail("no sortAdd: line"))
+        // The copy of a 320 MiB heap batch cannot fit in 128 MiB: refused, not fatal.
+        assert(sortAdd.startsWith("sortAdd: threw java.lang.OutOfMemoryError: spillway: out of memory"))
+        assert(output.contains("released"))
+        info(s"$write; $sortAdd")
+      }
+    } finally child.destroy()
+    assert(spillDirs.isEmpty)
   }
 }

@@ -57,10 +57,10 @@ object SparkSoak {
 
   /** A plan lifecycle per iteration, every other one spilling a 1 KiB file: what the leak check counts. */
   def churn(n: Int): Unit = {
-    val dirs = TaskSpill.localDirs(SparkEnv.get)
+    val dirs = TaskSpill.localDirs(SparkEnv.get).handle
     val buf = ByteBuffer.allocateDirect(1024)
     for (i <- 0 until n) {
-      val plan = NativeSpill.createPlan(dirs, MiB)
+      val plan = NativeSpill.createPlanIn(dirs, MiB, Long.MaxValue)
       try if (i % 2 == 0) NativeSpill.write(NativeSpill.createTmpFile(plan), buf, 0, buf.capacity)
       finally NativeSpill.releasePlan(plan)
       Counters.churnPlans.incrementAndGet()
@@ -128,7 +128,7 @@ object SparkSoak {
   /** The native sort, over a plan of the task's own (released by a completion listener, as TaskSpill's). */
   private def sort(ctx: TaskContext, rnd: Random): Unit = {
     Counters.sortTasks.incrementAndGet()
-    val plan = NativeSpill.createPlan(TaskSpill.localDirs(SparkEnv.get), 256 * MiB)
+    val plan = NativeSpill.createPlanIn(TaskSpill.localDirs(SparkEnv.get).handle, 256 * MiB, Long.MaxValue)
     Counters.sortPlans.incrementAndGet()
     ctx.addTaskCompletionListener[Unit](_ => NativeSpill.releasePlan(plan))
     val sort = NativeSpill.createSort(plan, 256 * 1024) // small: several runs spill per task

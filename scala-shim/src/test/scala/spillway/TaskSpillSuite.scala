@@ -49,12 +49,43 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     assert(localDirs.forall(d => new java.io.File(d).getName.startsWith("blockmgr-")), localDirs)
   }
 
-  test("every plan gets the same local dirs array instance (the native side caches by identity)") {
+  test("the executor's local dirs are registered once per SparkEnv, and plans are created from the registration") {
     val env = SparkEnv.get
     val dirs = TaskSpill.localDirs(env)
-    assert(dirs.toSeq == localDirs)
+    assert(dirs.paths.toSeq == localDirs)
     assert(TaskSpill.localDirs(env) eq dirs)
-    assert(TaskSpill.localDirs(env).zip(dirs).forall { case (a, b) => a eq b })
+    val handles = sc.parallelize(1 to 4, 4).map { _ =>
+      TaskSpill.plan()
+      TaskSpill.localDirs(SparkEnv.get).handle
+    }.collect().toSet
+    assert(handles == Set(dirs.handle))
+    // The registration is live: a plan made from it spills into these dirs.
+    val plan = NativeSpill.createPlanIn(dirs.handle, MiB, Long.MaxValue)
+    try {
+      val path = NativeSpill.path(NativeSpill.createTmpFile(plan))
+      assert(localDirs.exists(d => path.startsWith(d + "/")), path)
+    } finally NativeSpill.releasePlan(plan)
+    assertNothingLeft()
+  }
+
+  test("a registration replaced by a newer one is released, and a plan creation that raced with that retries") {
+    val env = SparkEnv.get
+    val first = TaskSpill.localDirs(env)
+    // Another owner's registration takes over (in production: a new SparkEnv in this JVM).
+    val other = TaskSpill.register(new Object, () => localDirs.toArray)
+    assert(first.retired && !other.retired)
+    intercept[IllegalStateException](NativeSpill.createPlanIn(first.handle, MiB, Long.MaxValue))
+    // A caller still holding `first` gets a plan from the current SparkEnv's new registration.
+    val plan = TaskSpill.createIn(first, MiB, Long.MaxValue)
+    try {
+      val path = plan.createTmpFile().path
+      assert(localDirs.exists(d => path.startsWith(d + "/")), path)
+    } finally plan.close()
+    val again = TaskSpill.localDirs(env)
+    assert(again ne first)
+    assert(other.retired && !again.retired)
+    intercept[IllegalStateException](NativeSpill.releaseLocalDirs(other.handle))
+    assertNothingLeft()
   }
 
   test("outside a task, plan() is an IllegalStateException") {

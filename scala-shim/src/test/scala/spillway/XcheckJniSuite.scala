@@ -20,6 +20,10 @@ class XcheckJniSuite extends AnyFunSuite {
       assert(output.contains("NativeSortContractSuite"))
       assert(output.contains("JniBadInputMatrixSuite"))
       assert(output.contains("All tests passed"))
+      // The cases that once overflowed or skipped JNI local references ran under the check.
+      assert(output.contains("more than 32 createPlan calls with freshly built dir strings"))
+      assert(output.contains("65,600 dirs"))
+      assert(output.contains("many dirs in one call (4096)"))
       assert(XcheckJniSuite.spillwayJniWarnings(output).isEmpty)
     }
   }

@@ -16,7 +16,10 @@ import spillway.NativeSpill;
 
 /**
  * A plan that never spills, from build to release: Spillway through the JNI library against the
- * eager baseline ({@link EagerPlan}), with an empty JNI call as the floor.
+ * eager baseline ({@link EagerPlan}), with an empty JNI call as the floor. Two ways to name the
+ * local dirs: a registration made once ({@link NativeSpill#registerLocalDirs}, then {@link
+ * NativeSpill#createPlanIn} per plan: what the Spark shim does), and the String[] passed on every
+ * call ({@link NativeSpill#createPlan}: converted and validated each time).
  *
  * <p>The local dirs are shared by all benchmark threads ({@link Scope#Benchmark}), as an
  * executor's task threads share its local dirs: with two threads the eager baseline creates and
@@ -30,68 +33,44 @@ import spillway.NativeSpill;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 public class PlanLifecycleBench {
 
-  /** 1, 4 or 8 local dirs. */
+  /** 1, 4 or 8 local dirs, and their registration with the library. */
   @State(Scope.Benchmark)
   public static class Dirs {
     @Param({"1", "4", "8"})
     public int dirs;
 
     LocalDirs local;
+    long registered;
 
     @Setup(Level.Trial)
     public void setUp() {
       local = LocalDirs.create("lifecycle", dirs);
+      registered = NativeSpill.registerLocalDirs(local.paths);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
+      NativeSpill.releaseLocalDirs(registered);
       local.checkEmpty();
       local.delete();
     }
   }
 
-  /** Always 8 local dirs, for the uncached variant only. */
-  @State(Scope.Benchmark)
-  public static class EightDirs {
-    LocalDirs local;
-
-    @Setup(Level.Trial)
-    public void setUp() {
-      local = LocalDirs.create("lifecycle-fresh", 8);
-    }
-
-    @TearDown(Level.Trial)
-    public void tearDown() {
-      local.checkEmpty();
-      local.delete();
-    }
-  }
-
-  /**
-   * The usual case: the same String[] of the same String objects for every plan, as the shim
-   * passes the executor's local dirs. The library recognises the set by the identity of its
-   * elements and skips converting and validating the paths.
-   */
+  /** The executor's path: every plan from the dirs registered once. No path is read per plan. */
   @Benchmark
-  public long lazySameDirs(Dirs d) {
-    long plan = NativeSpill.createPlan(d.local.paths, LocalDirs.LIMIT);
+  public long lazyDirsHandle(Dirs d) throws IOException {
+    long plan = NativeSpill.createPlanIn(d.registered, LocalDirs.LIMIT, Long.MAX_VALUE);
     NativeSpill.releasePlan(plan);
     return plan;
   }
 
   /**
-   * The uncached path, for honesty: a new String[] of new String objects for every plan, so the
-   * library converts the UTF-16 strings and parses the paths on every call. The allocation of
-   * the array and strings is included; it is what a caller that builds them per plan pays.
+   * A caller that has only the array: the same String[] for every plan, which the library reads,
+   * converts from UTF-16 and validates on every call.
    */
   @Benchmark
-  public long lazyFreshDirs(EightDirs d) {
-    String[] shared = d.local.paths;
-    String[] fresh = new String[shared.length];
-    for (int i = 0; i < shared.length; i++) {
-      fresh[i] = new String(shared[i]); // equal contents, a different object
-    }
-    long plan = NativeSpill.createPlan(fresh, LocalDirs.LIMIT);
+  public long lazySameDirs(Dirs d) throws IOException {
+    long plan = NativeSpill.createPlan(d.local.paths, LocalDirs.LIMIT);
     NativeSpill.releasePlan(plan);
     return plan;
   }

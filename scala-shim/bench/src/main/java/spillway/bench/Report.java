@@ -113,7 +113,7 @@ public final class Report {
     List<RunResult> lifecycle = new ArrayList<>();
     for (int threads : new int[] {1, 2}) {
       lifecycle.addAll(run("lifecycle-avgt-t" + threads, opts()
-          .include(quote(LIFECYCLE) + "(lazySameDirs|lazyFreshDirs|eager|floorNoop)$")
+          .include(quote(LIFECYCLE) + "(lazyDirsHandle|lazySameDirs|eager|floorNoop)$")
           .mode(Mode.AverageTime).timeUnit(TimeUnit.NANOSECONDS)
           .threads(threads)
           .forks(threads == 1 && !quick ? 2 : 1)));
@@ -122,7 +122,7 @@ public final class Report {
     List<RunResult> plansPerSecond = new ArrayList<>();
     for (int threads : new int[] {1, 2}) {
       plansPerSecond.addAll(run("lifecycle-thrpt-t" + threads, opts()
-          .include(quote(LIFECYCLE) + "(lazySameDirs|eager)$")
+          .include(quote(LIFECYCLE) + "(lazyDirsHandle|eager)$")
           .param("dirs", "1", "8")
           .mode(Mode.Throughput).timeUnit(TimeUnit.SECONDS)
           .threads(threads)));
@@ -202,18 +202,20 @@ public final class Report {
   // --- tables -------------------------------------------------------------------------------
 
   private static void lifecycleTables(StringBuilder md, List<RunResult> rs) {
-    md.append("### A plan that never spills: createPlan + releasePlan\n\n");
+    md.append("### A plan that never spills: createPlanIn + releasePlan\n\n");
     md.append("Average time per plan (per thread), median ± error. `floor` is one empty JNI call\n"
         + "(`NativeSpill.noop`); a plan is two calls. `eager` creates and recursively removes a temp\n"
         + "dir in every local dir (DataFusion's Directories mode). The dirs are shared by the\n"
-        + "threads, as an executor's are.\n\n");
-    md.append("| threads | local dirs | floor (noop) | lazy, same String[] | lazy, fresh String[] | eager | eager ÷ lazy | lazy ÷ floor |\n");
+        + "threads, as an executor's are. `lazy` creates each plan from the local dirs registered once\n"
+        + "(`registerLocalDirs`, then `createPlanIn`), as the shim does; `String[] per call` passes the\n"
+        + "paths to `createPlan`, which converts and validates them on every call.\n\n");
+    md.append("| threads | local dirs | floor (noop) | lazy | lazy, String[] per call | eager | eager ÷ lazy | lazy ÷ floor |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int threads : new int[] {1, 2}) {
       RunResult floor = find(rs, LIFECYCLE + "floorNoop", threads, null);
       for (String dirs : new String[] {"1", "4", "8"}) {
-        RunResult lazy = find(rs, LIFECYCLE + "lazySameDirs", threads, dirs);
-        RunResult fresh = dirs.equals("8") ? find(rs, LIFECYCLE + "lazyFreshDirs", threads, null) : null;
+        RunResult lazy = find(rs, LIFECYCLE + "lazyDirsHandle", threads, dirs);
+        RunResult fresh = find(rs, LIFECYCLE + "lazySameDirs", threads, dirs);
         RunResult eager = find(rs, LIFECYCLE + "eager", threads, dirs);
         md.append(row(threads, dirs, time(floor), time(lazy), fresh == null ? "" : time(fresh), time(eager),
             ratio(median(eager), median(lazy)), ratio(median(lazy), median(floor))));
@@ -221,7 +223,7 @@ public final class Report {
     }
     md.append('\n');
 
-    RunResult lazy8 = find(rs, LIFECYCLE + "lazySameDirs", 1, "8");
+    RunResult lazy8 = find(rs, LIFECYCLE + "lazyDirsHandle", 1, "8");
     RunResult eager8 = find(rs, LIFECYCLE + "eager", 1, "8");
     RunResult floor = find(rs, LIFECYCLE + "floorNoop", 1, null);
     if (lazy8 != null && eager8 != null && floor != null) {
@@ -243,10 +245,10 @@ public final class Report {
     md.append("| local dirs | threads | lazy plans/s | eager plans/s | lazy ÷ eager | lazy scaling | eager scaling |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|\n");
     for (String dirs : new String[] {"1", "8"}) {
-      RunResult lazy1 = find(rs, LIFECYCLE + "lazySameDirs", 1, dirs);
+      RunResult lazy1 = find(rs, LIFECYCLE + "lazyDirsHandle", 1, dirs);
       RunResult eager1 = find(rs, LIFECYCLE + "eager", 1, dirs);
       for (int threads : new int[] {1, 2}) {
-        RunResult lazy = find(rs, LIFECYCLE + "lazySameDirs", threads, dirs);
+        RunResult lazy = find(rs, LIFECYCLE + "lazyDirsHandle", threads, dirs);
         RunResult eager = find(rs, LIFECYCLE + "eager", threads, dirs);
         md.append(row(dirs, threads, rate(lazy), rate(eager), ratio(median(lazy), median(eager)),
             threads == 1 ? "" : ratio(median(lazy), median(lazy1)),
