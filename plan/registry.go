@@ -10,9 +10,11 @@ import (
 	"math"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 
 	"github.com/spillway/spillway/plan/extsort"
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 // The Spark settings of the two limits; a refused write names the one it hit.
@@ -49,6 +51,10 @@ type Registry struct {
 	dirs  *readMostlyTable[*spill.Roots] // registered local dirs; see RegisterLocalDirs
 	fs    spill.FS
 
+	readers *handleTable[*readerEntry]
+	// format is the file format new plans take (ConfigureFormat); nil for the zero Format.
+	format atomic.Pointer[spill.Format]
+
 	// shared holds the executor-wide budget over all plans' files, and the counters.
 	shared spill.Shared
 }
@@ -61,6 +67,8 @@ func NewRegistry(fsys spill.FS) *Registry {
 		sorts: newHandleTable[*sortEntry](),
 		dirs:  newReadMostlyTable[*spill.Roots](),
 		fs:    fsys,
+
+		readers: newHandleTable[*readerEntry](),
 	}
 }
 
@@ -70,13 +78,41 @@ type Plan struct {
 
 	mu       sync.Mutex
 	released bool
-	files    map[uint64]struct{} // handles of live files; nil until the first one
-	sorts    map[uint64]struct{} // handles of live sorts; nil until the first one
+	owned    *owned // nil until the plan owns a file or a sort: a plan that never spills is small
+}
+
+// owned is what a plan owns by handle, released with it.
+type owned struct {
+	files   map[uint64]struct{} // handles of live files
+	sorts   map[uint64]struct{} // handles of live sorts
+	readers map[uint64]struct{} // handles of open readers
+}
+
+// own returns what p owns, made on first use; p.mu must be held.
+func (p *Plan) own() *owned {
+	if p.owned == nil {
+		p.owned = &owned{files: map[uint64]struct{}{}, sorts: map[uint64]struct{}{}, readers: map[uint64]struct{}{}}
+	}
+	return p.owned
+}
+
+// disown forgets handle h of p's files, sorts or readers (pick with the func).
+func (p *Plan) disown(which func(*owned) map[uint64]struct{}, h uint64) {
+	p.mu.Lock()
+	if p.owned != nil {
+		delete(which(p.owned), h)
+	}
+	p.mu.Unlock()
 }
 
 type fileEntry struct {
 	plan *Plan
 	file *spill.File
+
+	// writer frames the file's writes; nil for a raw file (CreateTmpFile). A spill.Writer is
+	// not safe for concurrent use: mu serializes the calls made through the registry.
+	mu     sync.Mutex
+	writer *spill.Writer
 }
 
 // CreatePlan registers a plan that may spill up to limit bytes under dirs, and no more than
@@ -89,10 +125,13 @@ func (r *Registry) CreatePlan(dirs LocalDirs, limit, executorLimit int64) (uint6
 		return 0, &ArgumentError{Reason: "local dirs were not parsed; call ParseLocalDirs"}
 	}
 	p := new(Plan)
-	err := p.spill.Init(spill.Config{
+	cfg := spill.Config{
 		Roots: dirs.roots, Limit: limit, LimitSetting: MaxTempDirectorySizeKey, FS: r.fs,
 		Shared: &r.shared, SharedLimit: executorLimit, SharedLimitSetting: MaxExecutorTempDirectorySizeKey,
-	})
+	}
+	// The plan keeps the format of now: ConfigureFormat stores a new one, never changes it.
+	cfg.Format = r.format.Load()
+	err := p.spill.Init(cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -109,17 +148,22 @@ func (r *Registry) ReleasePlan(h uint64) error {
 	}
 	p.mu.Lock()
 	p.released = true
-	files, sorts := p.files, p.sorts
-	p.files, p.sorts = nil, nil
+	o := p.owned
+	p.owned = nil
 	p.mu.Unlock()
-	if files == nil && sorts == nil { // the usual plan: it never spilled
+	if o == nil { // the usual plan: it never spilled
 		return p.spill.Close()
 	}
-	for fh := range files {
+	for fh := range o.files {
 		r.files.take(fh)
 	}
+	for rh := range o.readers {
+		if e, ok := r.readers.take(rh); ok {
+			e.close()
+		}
+	}
 	var errs []error
-	for sh := range sorts {
+	for sh := range o.sorts {
 		if e, ok := r.sorts.take(sh); ok {
 			errs = append(errs, e.sorter.Close())
 		}
@@ -150,10 +194,7 @@ func (r *Registry) CreateTmpFile(h uint64) (uint64, error) {
 		return 0, err
 	}
 	fh := r.files.add(&fileEntry{plan: p, file: f})
-	if p.files == nil {
-		p.files = make(map[uint64]struct{})
-	}
-	p.files[fh] = struct{}{}
+	p.own().files[fh] = struct{}{}
 	return fh, nil
 }
 
@@ -188,24 +229,38 @@ func (r *Registry) Path(fh uint64) (string, error) {
 	return f.Path(), nil
 }
 
-// Write appends p to a spill file, whole or not at all; see spill.File.Write.
+// Write appends p to a spill file: to a raw file whole or not at all (spill.File.Write); to a
+// framed file through its Writer (spill.Writer.Write), which appends whole chunks and, once one
+// fails, takes no more writes.
 func (r *Registry) Write(fh uint64, p []byte) error {
-	f, err := r.file(fh)
-	if err != nil {
-		return err
+	e, ok := r.files.get(fh)
+	if !ok {
+		return &HandleError{What: "spill file", Handle: fh}
 	}
-	_, err = f.Write(p)
+	if e.framed() {
+		return e.writeFramed(func(w *spill.Writer) error {
+			_, err := w.Write(p)
+			return err
+		})
+	}
+	_, err := e.file.Write(p)
 	return err
 }
 
-// WriteFrom appends exactly n bytes read from r to a spill file, whole or not at all, copying
-// through a bounded buffer; see spill.File.WriteFrom.
+// WriteFrom appends exactly n bytes read from r to a spill file, copying through a bounded
+// buffer: to a raw file whole or not at all (spill.File.WriteFrom), to a framed file as Write.
 func (r *Registry) WriteFrom(fh uint64, src io.Reader, n int64) error {
-	f, err := r.file(fh)
-	if err != nil {
-		return err
+	e, ok := r.files.get(fh)
+	if !ok {
+		return &HandleError{What: "spill file", Handle: fh}
 	}
-	return f.WriteFrom(src, n)
+	if e.framed() {
+		return e.writeFramed(func(w *spill.Writer) error {
+			_, err := io.CopyBuffer(w, io.LimitReader(src, n), make([]byte, min(n, 1<<20)))
+			return err
+		})
+	}
+	return e.file.WriteFrom(src, n)
 }
 
 // ReleaseTmpFile deletes a spill file and gives its bytes back to its plan.
@@ -214,9 +269,7 @@ func (r *Registry) ReleaseTmpFile(fh uint64) error {
 	if !ok {
 		return &HandleError{What: "spill file", Handle: fh}
 	}
-	e.plan.mu.Lock()
-	delete(e.plan.files, fh)
-	e.plan.mu.Unlock()
+	e.plan.disown(func(o *owned) map[uint64]struct{} { return o.files }, fh)
 	if err := e.file.Release(); err != nil && !errors.Is(err, spill.ErrFileReleased) {
 		return err
 	}
@@ -229,11 +282,14 @@ type Stats struct {
 	PlansSpilled  int64 // plans that created at least one spill file
 	DirsCreated   int64 // plan dirs created
 	FilesCreated  int64 // spill files created
-	BytesWritten  int64 // bytes written to spill files
+	BytesWritten  int64 // bytes written to spill files: on disk, framing included
 	LimitFailures int64 // writes refused by a plan's or the executor's limit
 	FSErrors      int64 // filesystem calls that failed
 	BytesInUse    int64 // bytes in the live spill files of all plans
 	GoHeapBytes   int64 // bytes of live and not yet swept objects on the Go heap, outside the Java heap
+	// LogicalBytesWritten is the plain bytes written to framed files (sort runs included),
+	// whose on-disk bytes are in BytesWritten.
+	LogicalBytesWritten int64
 }
 
 // Stats counts on demand: live plans are counted by walking the handle shards, so creating and
@@ -250,6 +306,8 @@ func (r *Registry) Stats() Stats {
 		FSErrors:      st.FSErrors.Load(),
 		BytesInUse:    r.shared.Used(),
 		GoHeapBytes:   goHeapBytes(),
+
+		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
 	}
 }
 
@@ -270,7 +328,7 @@ func (r *Registry) LiveSorts() int { return r.sorts.len() }
 
 // HandleError is a handle that names no live plan or file: released, never issued, or forged.
 type HandleError struct {
-	What   string // "plan", "spill file", "sort" or "local dirs registration"
+	What   string // "plan", "spill file", "sort", "spill file reader" or "local dirs registration"
 	Handle uint64
 }
 
@@ -309,6 +367,8 @@ func Classify(err error) ErrorKind {
 		errors.As(err, new(*extsort.RecordTooLargeError)):
 		return KindInvalidArgument
 	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased),
+		errors.Is(err, spill.ErrNotFinished), errors.Is(err, spill.ErrFinished), errors.Is(err, ErrNotFramed),
+		errors.Is(err, ErrReaderClosed), errors.Is(err, chunkfile.ErrClosed),
 		errors.Is(err, extsort.ErrClosed), errors.Is(err, extsort.ErrAddAfterNext):
 		return KindInvalidHandle
 	}

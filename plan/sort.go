@@ -23,10 +23,7 @@ func (r *Registry) CreateSort(h uint64, memoryBudget int64) (uint64, error) {
 		return 0, err
 	}
 	sh := r.sorts.add(&sortEntry{plan: p, sorter: s})
-	if p.sorts == nil {
-		p.sorts = make(map[uint64]struct{})
-	}
-	p.sorts[sh] = struct{}{}
+	p.own().sorts[sh] = struct{}{}
 	return sh, nil
 }
 
@@ -45,8 +42,6 @@ func (r *Registry) ReleaseSort(sh uint64) error {
 	if !ok {
 		return &HandleError{What: "sort", Handle: sh}
 	}
-	e.plan.mu.Lock()
-	delete(e.plan.sorts, sh)
-	e.plan.mu.Unlock()
+	e.plan.disown(func(o *owned) map[uint64]struct{} { return o.sorts }, sh)
 	return e.sorter.Close()
 }

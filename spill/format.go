@@ -48,8 +48,11 @@ func ProcessKey(bits int) (*chunkfile.Key, error) {
 	return k.key, k.err
 }
 
+// zeroFormat is the format of a manager configured with none.
+var zeroFormat Format
+
 // Format is the manager's file format.
-func (m *Manager) Format() Format { return m.format }
+func (m *Manager) Format() Format { return *m.format }
 
 // Writer writes a framed spill file: the bytes written to it are cut into chunks, compressed and
 // sealed as the manager's Format says, and each chunk is appended to the File whole or not at all

@@ -36,7 +36,7 @@ func formatManager(t *testing.T, root string, limit int64, shared *spill.Shared,
 	t.Helper()
 	roots, err := spill.NewRoots([]string{root})
 	require.NoError(t, err)
-	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", Shared: shared, SharedLimit: 1 << 40, Format: f})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", Shared: shared, SharedLimit: 1 << 40, Format: &f})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })
 	return m

@@ -45,8 +45,9 @@ type Config struct {
 	SharedLimitSetting string // names the configuration that sets SharedLimit
 
 	// Format frames the files made by CreateFramedFile (codec, key, chunk size); fixed for the
-	// manager's life. The zero value: no compression, no encryption, CRC-32C per chunk.
-	Format Format
+	// manager's life, so *Format must not change afterwards (a pointer keeps a plan that never
+	// spills small). nil: no compression, no encryption, CRC-32C per chunk.
+	Format *Format
 }
 
 // Shared is what the managers of one process (a Spark executor) share: a budget over the bytes
@@ -78,7 +79,7 @@ type Manager struct {
 	limit   int64
 	setting string
 	fs      FS
-	format  Format
+	format  *Format // never nil after Init
 
 	used atomic.Int64 // bytes reserved by writes in flight plus bytes in live files
 
@@ -147,6 +148,9 @@ func (m *Manager) Init(cfg Config) error {
 		return &ConfigError{Reason: "the shared spill limit is negative (" + formatBytes(cfg.SharedLimit) + "); give 0 or more bytes"}
 	}
 	m.roots, m.limit, m.setting, m.fs, m.format = cfg.Roots, cfg.Limit, cfg.LimitSetting, cfg.FS, cfg.Format
+	if m.format == nil {
+		m.format = &zeroFormat
+	}
 	m.shared, m.sharedLimit, m.sharedSetting = cfg.Shared, cfg.SharedLimit, cfg.SharedLimitSetting
 	if m.fs == nil {
 		m.fs = OSFS{}

@@ -54,7 +54,7 @@ func newManager(t testing.TB, limit int64, fsys spill.FS) (*spill.Manager, strin
 	root := t.TempDir()
 	roots, err := spill.NewRoots([]string{root})
 	require.NoError(t, err)
-	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys, Format: testFormat.format})
+	m, err := spill.New(spill.Config{Roots: roots, Limit: limit, LimitSetting: "test.limit", FS: fsys, Format: &testFormat.format})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })
 	return m, root

@@ -24,7 +24,7 @@ func fullTmpfs(t *testing.T) string {
 func managerOver(t *testing.T, roots ...string) *spill.Manager {
 	r, err := spill.NewRoots(roots)
 	require.NoError(t, err)
-	m, err := spill.New(spill.Config{Roots: r, Limit: 1 << 30, Format: testFormat.format})
+	m, err := spill.New(spill.Config{Roots: r, Limit: 1 << 30, Format: &testFormat.format})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = m.Close() })
 	return m
