@@ -224,3 +224,28 @@ int spillway_buffer_read_only(JNIEnv *env, jobject buf) {
 	}
 	return ro ? 1 : 0;
 }
+
+int spillway_copy_to_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, const void *src) {
+	jint base = (*env)->CallIntMethod(env, buf, buffer_array_offset);
+	if ((*env)->ExceptionCheck(env)) {
+		return -1;
+	}
+	jbyteArray array = (jbyteArray)(*env)->CallObjectMethod(env, buf, buffer_array);
+	if ((*env)->ExceptionCheck(env)) {
+		return -1;
+	}
+	(*env)->SetByteArrayRegion(env, array, base + offset, length, (const jbyte *)src);
+	(*env)->DeleteLocalRef(env, array);
+	return (*env)->ExceptionCheck(env) ? -1 : 0;
+}
+
+int spillway_read_string(JNIEnv *env, jstring s, jsize max, jchar *dst, jsize *len) {
+	*len = (*env)->GetStringLength(env, s);
+	if ((*env)->ExceptionCheck(env)) {
+		return -1;
+	}
+	if (*len <= max) {
+		(*env)->GetStringRegion(env, s, 0, *len, dst);
+	}
+	return (*env)->ExceptionCheck(env) ? -1 : 0;
+}

@@ -58,6 +58,14 @@ int spillway_buffer_read_only(JNIEnv *env, jobject buf);
 // into dst, leaving its position alone. Returns 0, or -1 with an exception pending.
 int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, void *dst);
 
+// Copies length bytes from src into a writable heap ByteBuffer at absolute index offset, leaving
+// its position alone. Returns 0, or -1 with an exception pending.
+int spillway_copy_to_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, const void *src);
+
+// Reads a Java string's length into *len, and its UTF-16 chars into dst if it has at most max
+// chars (else only the length). Returns 0, or -1 with an exception pending.
+int spillway_read_string(JNIEnv *env, jstring s, jsize max, jchar *dst, jsize *len);
+
 // malloc, which returns NULL when memory is short (cgo's C.malloc aborts the process instead).
 void *spillway_malloc(size_t size);
 

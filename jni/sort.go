@@ -95,9 +95,13 @@ func Java_spillway_NativeSpill_sortNext(env *C.JNIEnv, _ C.jclass, sortHandle C.
 	return C.jint(n)
 }
 
-// sortStatsLen is how many longs sortStats fills: records, runs, spilled bytes, spilled
-// memory, memory used.
-const sortStatsLen = 5
+// sortStatsLen is how many longs sortStats fills at most: records, runs, spilled bytes (on
+// disk), spilled memory, memory used, spilled logical bytes, merge passes. It takes any array of
+// at least sortStatsMinLen, as callers that know only the first five pass.
+const (
+	sortStatsLen    = 7
+	sortStatsMinLen = 5
+)
 
 //export Java_spillway_NativeSpill_sortStats
 func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jlongArray) {
@@ -107,13 +111,19 @@ func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C
 		throw(env, err)
 		return
 	}
-	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sortStatsLen {
+	if out == 0 {
+		throw(env, argumentError("out must be a long[] of at least 5 elements"))
+		return
+	}
+	n := C.spillway_array_length(env, C.jarray(out))
+	if n < sortStatsMinLen {
 		throw(env, argumentError("out must be a long[] of at least 5 elements"))
 		return
 	}
 	st := s.Stats()
-	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(s.MemoryUsed())}
-	C.spillway_set_longs(env, out, &vals[0], sortStatsLen)
+	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(s.MemoryUsed()),
+		C.jlong(st.SpilledLogicalBytes), C.jlong(st.MergePasses)}
+	C.spillway_set_longs(env, out, &vals[0], min(n, sortStatsLen))
 }
 
 //export Java_spillway_NativeSpill_releaseSort

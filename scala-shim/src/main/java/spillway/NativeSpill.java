@@ -111,6 +111,100 @@ public final class NativeSpill {
    */
   public static native void releaseTmpFile(long file) throws IOException;
 
+  // ---- Framed files: compressed, sealed and checked by the library, read back through it. ----
+  //
+  // A framed file is cut into chunks, each compressed with the process's codec (stored as is when
+  // that does not shrink it), then sealed with AES-GCM under a key made in this process's memory
+  // and never written anywhere, or checked by CRC-32C when encryption is off. The format is
+  // specified in docs/spill-file-format.md. Limits and usedDiskSpace count a framed file's bytes
+  // on disk: compressed, with framing.
+
+  /**
+   * Sets the format of the framed files of plans created from now on; call it once per executor,
+   * before creating plans. Plans created earlier keep their format. Without a call, framed files
+   * are neither compressed nor encrypted (each chunk still checked by CRC-32C).
+   *
+   * @param codec {@code none}, {@code lz4} or {@code zstd} (case-insensitive; Spark's class names
+   *     of the lz4 and zstd codecs are accepted too), as {@code spark.spillway.compression.codec}
+   * @param zstdLevel 1 to 22, used when {@code codec} is zstd ({@code spark.io.compression.zstd.level})
+   * @param encrypt seal every chunk with AES-GCM ({@code spark.io.encryption.enabled})
+   * @param keyBits 128, 192 or 256 ({@code spark.io.encryption.keySizeBits}); used when encrypting.
+   *     The key is made once per size per process, by a cryptographic random source.
+   * @throws IllegalArgumentException for an unknown codec (the message lists the valid ones), a
+   *     zstd level out of range, or a key size AES does not take; the format is then unchanged
+   */
+  public static native void configureFormat(String codec, int zstdLevel, boolean encrypt, int keyBits);
+
+  /**
+   * Creates a framed spill file for the plan, in the plan's format, and returns a file handle:
+   * {@link #write}, {@link #path}, {@link #releaseTmpFile} take it as they take {@link
+   * #createTmpFile}'s. Its writes are framed: {@link #write} appends whole chunks as they fill (a
+   * chunk is all or nothing against the limits; after a failed write the file takes no more
+   * writes: release it). {@link #finishWrite} writes the last chunk; then {@link #openReader}
+   * reads it back.
+   *
+   * @throws IllegalStateException if {@code plan} is not a live plan
+   * @throws IOException if no local dir could take the file
+   */
+  public static native long createFramedFile(long plan) throws IOException;
+
+  /**
+   * Writes a framed file's last chunk: the file can then be read, and takes no more writes.
+   * Calling it again returns the first call's outcome.
+   *
+   * @throws IllegalStateException if {@code file} is not a live file, or is a raw one ({@link
+   *     #createTmpFile})
+   * @throws SpillLimitExceededException if the last chunk would pass a limit (the file keeps its
+   *     whole chunks and cannot be read: release it)
+   * @throws IOException if the last chunk could not be written
+   */
+  public static native void finishWrite(long file) throws IOException;
+
+  /**
+   * Fills {@code out[0..1]} with a file's plain bytes written so far and its bytes on disk (equal
+   * for a raw file).
+   *
+   * @throws IllegalArgumentException if {@code out} is null or shorter than 2
+   * @throws IllegalStateException if {@code file} is not a live file
+   */
+  public static native void fileSizes(long file, long[] out);
+
+  /**
+   * Opens a finished framed file for reading from its start and returns a reader handle. The
+   * reader decodes the next chunk while the caller consumes the current one. Close it with
+   * {@link #closeReader}; releasing the plan closes it too. A file may have several readers.
+   *
+   * @throws IllegalStateException if {@code file} is not a live file, is raw, or its writing was
+   *     not finished ({@link #finishWrite})
+   * @throws IOException if the file's header is not that of a file of this process's format
+   *     (a foreign, cut or changed file), naming the file
+   */
+  public static native long openReader(long file) throws IOException;
+
+  /**
+   * Reads the file's next bytes into {@code buf} at absolute index {@code offset} (the buffer's
+   * position is left unchanged), at most {@code length}; requires {@code 0 <= offset, 0 <= length,
+   * offset + length <= buf.limit()} and a writable buffer, direct or heap. A heap buffer is filled
+   * through a bounded copy of at most 1 MiB per call. Every byte returned comes from a chunk whose
+   * GCM tag or CRC-32C verified.
+   *
+   * @return the bytes read (at least 1 when {@code length > 0}, up to the end of the current
+   *     chunk), 0 when {@code length} is 0, or -1 at the end of the file
+   * @throws IllegalArgumentException for a bad region or a read-only buffer
+   * @throws IllegalStateException if {@code reader} is not an open reader, or its file was released
+   * @throws IOException if the file was changed, cut, spliced from another file or sealed under
+   *     another key, naming the file and the chunk; every later read fails the same way
+   */
+  public static native int read(long reader, ByteBuffer buf, int offset, int length)
+      throws IOException;
+
+  /**
+   * Closes a reader and releases its handle; the file stays.
+   *
+   * @throws IllegalStateException if {@code reader} is not an open reader (double close included)
+   */
+  public static native void closeReader(long reader);
+
   /** Bytes in the plan's live files. */
   public static native long usedDiskSpace(long plan);
 
@@ -199,9 +293,17 @@ public final class NativeSpill {
   public static native int sortNext(long sort, ByteBuffer out, int offset, int length)
       throws IOException;
 
+  /** How many longs {@link #sortStats} fills at most. */
+  public static final int SORT_STATS_LENGTH = 7;
+
   /**
-   * Fills {@code out[0..4]} with: records added, runs spilled, bytes written to runs, bytes of
-   * memory freed by spills, bytes of memory held now.
+   * Fills the first {@code min(out.length, SORT_STATS_LENGTH)} of: records added, runs spilled,
+   * bytes the runs take on disk (compressed, framed: Spark's diskBytesSpilled), bytes of memory
+   * freed by spills (Spark's memoryBytesSpilled), bytes of memory held now, plain bytes written to
+   * the runs, and merge passes (0 when nothing spilled, 1 for a single merge, more when runs were
+   * too many for one). Runs are framed files in the plan's format.
+   *
+   * @throws IllegalArgumentException if {@code out} is null or shorter than 5
    */
   public static native void sortStats(long sort, long[] out);
 
