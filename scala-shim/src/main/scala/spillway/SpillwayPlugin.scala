@@ -3,27 +3,97 @@ package spillway
 import java.io.IOException
 import java.nio.file.{DirectoryIteratorException, Files, LinkOption, Path, Paths}
 import java.util.{Map => JMap}
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.jdk.CollectionConverters._
 import scala.util.Using
 import scala.util.control.NonFatal
 
 import com.codahale.metrics.{Gauge, MetricRegistry}
-import org.apache.spark.SparkEnv
+import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.apache.spark.spillway.SpillwayConf
 
 /**
  * Spillway's Spark plugin: `spark.plugins=spillway.SpillwayPlugin`.
  *
- * On each executor, at start: loads the native library (a failure fails the executor with the
- * cause and what to do, instead of failing every task that spills later), removes the plan dirs
- * that dead executors left in this executor's and its siblings' block manager dirs, and registers
- * the library's counters as metrics (source `plugin.spillway.SpillwayPlugin`). There is no driver
- * component: plans live on executors (in local mode the executor component runs in the driver JVM).
+ * On the driver, at startup: checks every `spark.spillway.*` setting (a bad value fails
+ * SparkContext creation, so spark-submit fails at once with what to write instead; an unknown key
+ * is logged with the closest known one), and ends the application when an executor reports that
+ * Spillway cannot start there (see [[SpillwayDriverPlugin]]).
+ *
+ * On each executor, at start: loads the native library (a failure is reported to the driver, then
+ * fails the executor with the cause and what to do, instead of failing every task that spills
+ * later), removes the plan dirs that dead executors left in this executor's and its siblings' block
+ * manager dirs, and registers the library's counters as metrics (source
+ * `plugin.spillway.SpillwayPlugin`). In local mode both components run in the driver JVM.
  */
 class SpillwayPlugin extends SparkPlugin {
-  override def driverPlugin(): DriverPlugin = null
+  override def driverPlugin(): DriverPlugin = new SpillwayDriverPlugin
   override def executorPlugin(): ExecutorPlugin = new SpillwayExecutorPlugin
+}
+
+/** Sent by an executor's plugin to the driver's when Spillway cannot start on that executor. */
+final case class SpillwayExecutorFailed(executorId: String, host: String, message: String)
+
+/**
+ * The driver component of [[SpillwayPlugin]].
+ *
+ * A cluster manager relaunches an executor that dies at start (Spark standalone does so without
+ * end), so an executor that cannot load the library must not be left to fail on its own: its
+ * plugin reports the failure here first, and this ends the application with that message, the
+ * same on every cluster manager. Running jobs fail with it ("Job 0 cancelled Spillway cannot
+ * start on executor 1 ..."), then the SparkContext stops, so later jobs
+ * fail too and no further executor is launched. One report suffices: every executor of an
+ * application gets the same jar and options, and an executor on a host it cannot run on would
+ * fail each task that spills there.
+ */
+class SpillwayDriverPlugin extends DriverPlugin {
+  import SpillwayPlugin.CancelWaitSeconds
+
+  private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
+  @volatile private var sc: SparkContext = _
+  private val failed = new AtomicBoolean(false)
+
+  override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+    this.sc = sc
+    // Throws on a bad value: SparkContext creation fails with it, before any executor starts.
+    SpillwayConf.validate(sc.getConf).foreach(w => log.warn(s"Spillway: $w"))
+    java.util.Collections.emptyMap()
+  }
+
+  override def receive(message: AnyRef): AnyRef = message match {
+    case f: SpillwayExecutorFailed =>
+      if (failed.compareAndSet(false, true)) endApplication(f)
+      java.lang.Boolean.TRUE
+    case other => throw new IllegalArgumentException(s"unexpected message to the Spillway driver plugin: $other")
+  }
+
+  private def endApplication(f: SpillwayExecutorFailed): Unit = {
+    val reason = s"${f.message} (reported by executor ${f.executorId} on ${f.host}; Spillway stops the " +
+      "application: a cluster manager would relaunch executors that fail the same way)"
+    log.error(s"Spillway: $reason")
+    // Not on the RPC thread that delivered the message: stopping the context shuts that RPC
+    // environment down and waits for it.
+    val stopper = new Thread(() => {
+      val context = sc
+      try {
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
+        // Cancelling is asynchronous: let the jobs fail with the reason before the stop, which
+        // would otherwise fail them first with whatever it interrupts.
+        val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(CancelWaitSeconds)
+        while (context.statusTracker.getActiveJobIds().nonEmpty && System.nanoTime() < deadline) {
+          Thread.sleep(50)
+        }
+      } catch {
+        case NonFatal(e) => log.warn("Spillway: could not cancel the running jobs", e)
+      }
+      context.stop(1)
+    }, "spillway-stop-application")
+    stopper.setDaemon(true)
+    stopper.start()
+  }
 }
 
 /** What the executor component did at start, kept for logs, tests and the cluster check. */
@@ -48,6 +118,12 @@ object SpillwayPlugin {
 
   /** How long the metrics reuse one read of the counters: a reporter's poll makes one JNI call, not nine. */
   val MetricsMaxAgeNanos: Long = 1000L * 1000 * 1000
+
+  /** How long a failing executor waits for the driver to take its report before it exits anyway. */
+  val ReportTimeoutSeconds: Long = 30
+
+  /** How long the driver waits for cancelled jobs to end before it stops the SparkContext. */
+  val CancelWaitSeconds: Long = 10
 
   @volatile private var lastStartup: Option[SpillwayStartup] = None
   @volatile private var lastStats: Option[NativeStatsCache] = None
@@ -137,10 +213,10 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
       // failures into "Unable to create executor due to <message>" and exits; a LinkageError would
       // escape that handler and leave a half-started executor.
       case e: UnsatisfiedLinkError =>
-        throw new IllegalStateException(
-          s"Spillway cannot start on executor ${ctx.executorID()} (spark.plugins=${classOf[SpillwayPlugin].getName}): " +
-            e.getMessage,
-          e)
+        val message = s"Spillway cannot start on executor ${ctx.executorID()} " +
+          s"(spark.plugins=${classOf[SpillwayPlugin].getName}): ${e.getMessage}"
+        reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), ctx.hostname(), message))
+        throw new IllegalStateException(message, e)
     }
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (dirs, listFailures) = blockManagerDirs(localDirs)
@@ -155,6 +231,24 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     // Orphans left behind waste disk but break nothing: report, do not fail the executor.
     failures.foreach(f => log.warn(s"Spillway: could not sweep orphaned plan dirs in $f"))
   }
+
+  /**
+   * Tells the driver's plugin, which ends the application, and waits (boundedly) for its answer:
+   * this executor exits right after, and a one-way message could be lost with it. In local mode the
+   * executor is the driver, whose SparkContext creation fails with the error itself.
+   */
+  private def reportToDriver(ctx: PluginContext, failure: SpillwayExecutorFailed): Unit =
+    if (ctx.executorID() != "driver") { // SparkContext.DRIVER_IDENTIFIER, private[spark]
+      val ask = new Thread(() => {
+        try ctx.ask(failure)
+        catch {
+          case NonFatal(e) => log.warn("Spillway: could not report the failure to the driver", e)
+        }
+      }, "spillway-report-failure")
+      ask.setDaemon(true)
+      ask.start()
+      ask.join(TimeUnit.SECONDS.toMillis(ReportTimeoutSeconds))
+    }
 
   override def shutdown(): Unit =
     try {

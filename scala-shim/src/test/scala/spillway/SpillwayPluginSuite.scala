@@ -209,4 +209,18 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(errors.exists(_.startsWith("error=java.io.FileNotFoundException")), "the first cause is kept")
     }
   }
+
+  test("an executor's report that Spillway cannot start fails the running job with its message and stops the context") {
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
+      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
+    withClue(result.output) {
+      assert(result.exitCode == 0)
+      assert(result.output.linesIterator.count(_ == "reply=true") == 2)
+      val jobError = result.output.linesIterator.find(_.startsWith("job.error=")).getOrElse(fail("the job did not fail"))
+      assert(jobError.contains("Job 0 cancelled Spillway cannot start on executor 7: broken (reported by executor 7 on host-a;"),
+        jobError)
+      assert(!result.output.contains("executor 8: broken (reported"), "only the first report acts")
+      assert(result.output.contains("stopped=true"))
+    }
+  }
 }
