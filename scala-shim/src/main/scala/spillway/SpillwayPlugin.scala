@@ -13,6 +13,7 @@ import scala.util.control.NonFatal
 import com.codahale.metrics.{Gauge, MetricRegistry}
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
 import org.apache.spark.spillway.SpillwayConf
 
 /**
@@ -42,16 +43,14 @@ final case class SpillwayExecutorFailed(executorId: String, host: String, messag
  *
  * A cluster manager relaunches an executor that dies at start (Spark standalone does so without
  * end), so an executor that cannot load the library must not be left to fail on its own: its
- * plugin reports the failure here first, and this ends the application with that message, the
- * same on every cluster manager. Running jobs fail with it ("Job 0 cancelled Spillway cannot
- * start on executor 1 ..."), then the SparkContext stops, so later jobs
- * fail too and no further executor is launched. One report suffices: every executor of an
- * application gets the same jar and options, and an executor on a host it cannot run on would
- * fail each task that spills there.
+ * plugin reports the failure here first, and from then on every job of the application, running or
+ * submitted later, fails with that message ("Job 0 cancelled Spillway cannot start on executor 1
+ * ..."), and no more executors are requested. The driver program ends as on any failed job, the
+ * same on every cluster manager. The SparkContext is not stopped under the program's feet: a job
+ * submitted after a stop would fail with an unrelated error, not the message. One report suffices:
+ * every executor of an application gets the same jar and options.
  */
 class SpillwayDriverPlugin extends DriverPlugin {
-  import SpillwayPlugin.CancelWaitSeconds
-
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
   @volatile private var sc: SparkContext = _
   private val failed = new AtomicBoolean(false)
@@ -71,26 +70,30 @@ class SpillwayDriverPlugin extends DriverPlugin {
   }
 
   private def endApplication(f: SpillwayExecutorFailed): Unit = {
-    val reason = s"${f.message} (reported by executor ${f.executorId} on ${f.host}; Spillway stops the " +
-      "application: a cluster manager would relaunch executors that fail the same way)"
+    val reason = s"${f.message} (reported by executor ${f.executorId} on ${f.host}; Spillway fails every " +
+      "job of this application and requests no more executors: a cluster manager would relaunch " +
+      "executors that fail the same way)"
     log.error(s"Spillway: $reason")
-    // Not on the RPC thread that delivered the message: stopping the context shuts that RPC
-    // environment down and waits for it.
+    val context = sc
+    // Every job started from now on fails with the reason (the driver program may not have
+    // submitted its first job yet); the listener first, so that no job slips between.
+    context.addSparkListener(new SparkListener {
+      override def onJobStart(jobStart: SparkListenerJobStart): Unit = context.cancelJob(jobStart.jobId, reason)
+    })
+    // Not on the RPC thread that delivered the message: asking the cluster manager waits for it.
     val stopper = new Thread(() => {
-      val context = sc
       try {
         context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
-        // Cancelling is asynchronous: let the jobs fail with the reason before the stop, which
-        // would otherwise fail them first with whatever it interrupts.
-        val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(CancelWaitSeconds)
-        while (context.statusTracker.getActiveJobIds().nonEmpty && System.nanoTime() < deadline) {
-          Thread.sleep(50)
+        if (!context.requestTotalExecutors(0, 0, Map.empty)) {
+          log.warn("Spillway: the cluster manager did not take the request for 0 executors")
         }
+        // A job whose start the status tracker had not seen yet, nor the listener: cancel again.
+        Thread.sleep(TimeUnit.SECONDS.toMillis(1))
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
       } catch {
-        case NonFatal(e) => log.warn("Spillway: could not cancel the running jobs", e)
+        case NonFatal(e) => log.warn("Spillway: could not cancel the jobs or release the executors", e)
       }
-      context.stop(1)
-    }, "spillway-stop-application")
+    }, "spillway-end-application")
     stopper.setDaemon(true)
     stopper.start()
   }
@@ -121,9 +124,6 @@ object SpillwayPlugin {
 
   /** How long a failing executor waits for the driver to take its report before it exits anyway. */
   val ReportTimeoutSeconds: Long = 30
-
-  /** How long the driver waits for cancelled jobs to end before it stops the SparkContext. */
-  val CancelWaitSeconds: Long = 10
 
   @volatile private var lastStartup: Option[SpillwayStartup] = None
   @volatile private var lastStats: Option[NativeStatsCache] = None
@@ -215,7 +215,7 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
       case e: UnsatisfiedLinkError =>
         val message = s"Spillway cannot start on executor ${ctx.executorID()} " +
           s"(spark.plugins=${classOf[SpillwayPlugin].getName}): ${e.getMessage}"
-        reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), ctx.hostname(), message))
+        reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), hostName, message))
         throw new IllegalStateException(message, e)
     }
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
@@ -231,6 +231,14 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     // Orphans left behind waste disk but break nothing: report, do not fail the executor.
     failures.foreach(f => log.warn(s"Spillway: could not sweep orphaned plan dirs in $f"))
   }
+
+  // Not ctx.hostname(): it reads the RPC env's server address, which an executor does not have
+  // (a NullPointerException in Spark 4.1).
+  private def hostName: String =
+    try SparkEnv.get.blockManager.blockManagerId.host
+    catch {
+      case NonFatal(_) => try java.net.InetAddress.getLocalHost.getHostName catch { case NonFatal(_) => "unknown host" }
+    }
 
   /**
    * Tells the driver's plugin, which ends the application, and waits (boundedly) for its answer:
