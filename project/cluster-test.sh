@@ -173,7 +173,7 @@ log "extracted library copies left in the JVMs' tmp dir: $copies"
 # ---- A broken installation ends the application at once, with the reason ----
 # Two more applications, from a Python driver (spark.range needs no Python on the executors):
 # 1. a bad setting: SparkContext creation fails on the driver, before the master hears of it;
-# 2. no library for the executors' platform (-Dos.arch=aarch64 on an amd64 jar): each executor
+# 2. no library for the executors' platform (-Dos.arch=riscv64): each executor
 #    fails at start and the master would relaunch it without end; the plugin's driver side fails
 #    the job with the executor's message instead and requests no more executors.
 printf '%s\n' 'import sys' 'from pyspark.sql import SparkSession' \
@@ -215,8 +215,8 @@ fail_fast bad-setting "Invalid value '10x' for spark.spillway.maxTempDirectorySi
   --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp"
 [[ $last_apps -eq 0 ]] || { log "bad-setting: the application reached the master"; failed=1; }
 fail_fast broken-install "cancelled Spillway cannot start on executor" \
-  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp -Dos.arch=aarch64"
-cat "$cluster/broken-install.out" "$cluster/broken-install.err" | grep -q "no native library for linux/arm64" ||
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp -Dos.arch=riscv64"
+cat "$cluster/broken-install.out" "$cluster/broken-install.err" | grep -q "no native library for linux/riscv64" ||
   { log "broken-install: the job's error does not give the executor's cause"; failed=1; }
 log "broken-install: executors the master launched for it: $last_launched"
 
