@@ -10,7 +10,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.Using
 import scala.util.control.NonFatal
 
-import com.codahale.metrics.{Gauge, MetricRegistry}
+import com.codahale.metrics.{Counter, Gauge, MetricRegistry}
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
@@ -190,12 +190,25 @@ object SpillwayPlugin {
   }
 
   /**
-   * Registers one gauge per counter of [[NativeSpill.stats]] in `registry`, all reading through
-   * `stats` (so one poll of all gauges costs one JNI call).
+   * The metrics that only grow (counts since the JVM started): registered as Dropwizard counters,
+   * so that sinks report them as counters (a rate, not a level); the others are gauges.
+   */
+  val CounterNames: Set[String] =
+    Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")
+
+  /**
+   * Registers one metric per counter of [[NativeSpill.stats]] in `registry` (a counter for
+   * [[CounterNames]], a gauge for the others), all reading through `stats` (so one poll of all of
+   * them costs one JNI call).
    */
   def registerMetrics(registry: MetricRegistry, stats: NativeStatsCache): Unit =
     MetricNames.zipWithIndex.foreach { case (name, i) =>
-      registry.register(name, new Gauge[Long] { override def getValue: Long = stats(i) })
+      if (CounterNames.contains(name)) {
+        // Read-only: the value is the library's; inc/dec would only move the unused local count.
+        registry.register(name, new Counter { override def getCount: Long = stats(i) })
+      } else {
+        registry.register(name, new Gauge[Long] { override def getValue: Long = stats(i) })
+      }
     }
 }
 

@@ -102,7 +102,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     NativeSpill.releaseTmpFile(NativeSpill.createTmpFile(livePlan)) // and stays usable
   }
 
-  test("the plugin's gauges are in Spark's metrics system and follow the native counters") {
+  test("the plugin's metrics are in Spark's metrics system, counts as counters, and follow the native counters") {
     def metrics(): Map[String, Long] = {
       SpillwayPlugin.expireMetrics()
       SpillwayPluginMetrics.values().getOrElse(fail(s"no metrics source ${SpillwayPluginMetrics.SourceName}"))
@@ -110,6 +110,9 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
+    assert(SpillwayPluginMetrics.counterNames().contains(
+      Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")),
+      "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
     // Two tasks spill 1 MiB each; one of them then tries a write over its plan's limit.
     val sc = spark.sparkContext
