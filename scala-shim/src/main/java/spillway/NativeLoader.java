@@ -67,7 +67,7 @@ public final class NativeLoader {
   private static final Object LOCK = new Object();
 
   /** Where the library came from (or was to come from), for the hint that goes with a failure. */
-  private enum Source {
+  enum Source {
     PROPERTY,
     JAVA_LIBRARY_PATH,
     JAR

@@ -151,4 +151,21 @@ class NativeLoaderSuite extends AnyFunSuite {
     val ok = probe("address-space", sys.props.get(Property).map(p => s"-D$Property=$p").toSeq, Seq(headroom.toString))
     assert(ok("load") == "ok" && ok("alive") == "true", ok)
   }
+
+  test("each hint matches the failure and where the library came from") {
+    import NativeLoader.Source._
+    val lib = java.nio.file.Paths.get("/opt/x/libspillway.so")
+    def hint(message: String, from: NativeLoader.Source) =
+      NativeLoader.hint(new UnsatisfiedLinkError(message), from, lib)
+    val glibc = "/opt/x/libspillway.so: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found"
+    assert(hint(glibc, PROPERTY).contains("newer glibc") && hint(glibc, PROPERTY).contains(s"fix -D$Property (it names $lib)"))
+    assert(hint(glibc, JAVA_LIBRARY_PATH).contains(s"$lib was found in java.library.path: replace or remove it"))
+    assert(hint(glibc, JAR).contains(s"set -D$Property=/path/to/libspillway.so (a library built for this platform)"))
+    val elf = "/opt/x/libspillway.so: wrong ELF class: ELFCLASS32"
+    assert(hint(elf, PROPERTY).contains("built for another platform") && !hint(elf, PROPERTY).contains(s"set -D$Property"))
+    assert(hint("Error relocating /opt/x/libspillway.so: symbol not found", JAR).contains("musl"))
+    // A map failure where no noexec mount can be told (/opt/x does not exist) names both likely causes.
+    val map = "/opt/x/libspillway.so: failed to map segment from shared object"
+    assert(hint(map, JAR).contains("a filesystem mounted noexec, or too little address space"))
+  }
 }
