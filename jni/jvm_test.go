@@ -25,7 +25,7 @@ import (
 )
 
 const (
-	limitException  = "spillway.SpillLimitExceededException"
+	limitException = "spillway.SpillLimitExceededException"
 	// noShimClassesEnv makes TestMain start the JVM without the shim's classes, for the child
 	// process of TestLimitWithoutShimClassIsAnIOException.
 	noShimClassesEnv = "SPILLWAY_JVMTEST_WITHOUT_SHIM_CLASSES"
