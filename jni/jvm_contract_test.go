@@ -63,10 +63,10 @@ func TestJVMBadLocalDirsAreIllegalArgumentsAndChangeNothing(t *testing.T) {
 		where string
 	}{
 		{"a null array", 0, "localDirs is null"},
-		{"an empty array", j.strings(), ""},
+		{"an empty array", j.strings(), "no local dirs"},
 		{"a null element", j.strings(&a, nil), "localDirs[1]"},
-		{"a relative path", j.strings(&a, &relative), ""},
-		{"an empty path", j.strings(&empty), ""},
+		{"a relative path", j.strings(&a, &relative), `#1 "relative/dir" is a relative path`},
+		{"an empty path", j.strings(&empty), "#0 is an empty string"},
 		{"an unpaired surrogate", j.stringArray(j.str(append(utf16.Encode([]rune(a+"/x-")), 0xD800))), "localDirs[0]"},
 		{"a NUL char", j.stringArray(j.str(utf16.Encode([]rune(a + "/x\x00y")))), "localDirs[0]"},
 	}
@@ -239,7 +239,8 @@ func TestJVMStatsFillsTheCountersAndRefusesAShortArray(t *testing.T) {
 	st := registry.Stats()
 	assert.Equal(t, []int64{st.LivePlans, st.PlansSpilled, st.DirsCreated, st.FilesCreated, st.BytesWritten,
 		st.LimitFailures, st.FSErrors, st.BytesInUse}, got[:8])
-	assert.GreaterOrEqual(t, got[7], int64(10))
+	assert.GreaterOrEqual(t, got[7], int64(10), "bytes in live spill files")
+	assert.Positive(t, got[8], "Go heap bytes")
 	assert.Zero(t, got[statsLen], "stats writes only its own counters")
 }
 
@@ -248,7 +249,7 @@ func TestJVMStatsFillsTheCountersAndRefusesAShortArray(t *testing.T) {
 // this package's limit test again in a child process whose JVM lacks the class.
 func TestJVMLimitWithoutShimClassesIsAnIOException(t *testing.T) {
 	if os.Getenv(noShimClassesEnv) != "" {
-		t.Skip("already the child process")
+		t.Skip(noShimClassesEnv + " is set: this is the child process, whose JVM lacks the class on purpose")
 	}
 	child := exec.Command(os.Args[0], "-test.run=^TestJVMWriteOverTheLimitIsSpillLimitExceededAndAllOrNothing$", "-test.count=1", "-test.v")
 	child.Env = append(os.Environ(), noShimClassesEnv+"=1")
