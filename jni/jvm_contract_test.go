@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf16"
 
@@ -263,4 +264,55 @@ func limitExceptionClass() string {
 		return "java.io.IOException"
 	}
 	return limitException
+}
+
+// Java threads call into one plan at once: each attached thread creates its own file and writes
+// heap and direct buffers while the others do, and usage, stats and the files agree afterwards
+// (under -race, the detector watches the library's Go side of every call).
+func TestJVMConcurrentThreadsShareAPlanExactly(t *testing.T) {
+	const threads, writes = 4, 50
+	j := attach(t)
+	base, a, b := roots(t)
+	dirs := j.registerLocalDirs(a, b)
+	defer j.releaseLocalDirs(dirs)
+	plan := j.createPlanIn(dirs, 1<<30)
+
+	paths := make([]string, threads)
+	var wg sync.WaitGroup
+	for i := range threads {
+		wg.Add(1)
+		go t.Run(fmt.Sprintf("thread %d", i), func(t *testing.T) {
+			defer wg.Done()
+			j := attach(t)
+			file := j.createTmpFile(plan)
+			paths[i] = j.path(file)
+			heap, direct := j.heapBuffer(pattern(300, i)), j.directBuffer(pattern(300, i))
+			for w := range writes {
+				buf := heap
+				if w%2 == 1 {
+					buf = direct
+				}
+				j.write(file, buf, int32(w), 100)
+				j.used(plan)
+				Java_spillway_NativeSpill_stats(j.raw, 0, j.longArray(statsLen))
+				j.ok("stats")
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	assert.EqualValues(t, threads*writes*100, j.used(plan))
+	for i, path := range paths {
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var want []byte
+		for w := range writes {
+			want = append(want, pattern(300, i)[w:w+100]...)
+		}
+		assert.True(t, bytes.Equal(want, got), "thread %d's file differs from what it wrote", i)
+	}
+	j.releasePlan(plan)
+	assert.Equal(t, []string{"a", "b"}, entries(t, base))
 }
