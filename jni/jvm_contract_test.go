@@ -316,3 +316,26 @@ func TestJVMConcurrentThreadsShareAPlanExactly(t *testing.T) {
 	j.releasePlan(plan)
 	assert.Equal(t, []string{"a", "b"}, entries(t, base))
 }
+
+// A Go panic inside an entry point, here a real SIGSEGV in Go code (a nil registry), is a
+// RuntimeException saying it is an internal error, and the library works on afterwards. (It also
+// proves the JVM's signal handlers hand a fault in Go code on to the Go runtime in this host.)
+func TestJVMPanicInAnEntryPointIsARuntimeException(t *testing.T) {
+	j := attach(t)
+	saved := registry
+	registry = nil
+	used := Java_spillway_NativeSpill_usedDiskSpace(j.raw, 0, 1)
+	registry = saved
+	msg := j.thrown("java.lang.RuntimeException", "usedDiskSpace with a nil registry")
+	assert.Zero(t, used)
+	assert.Contains(t, msg, "internal error")
+	assert.Contains(t, msg, "nil pointer dereference")
+
+	_, a, b := roots(t)
+	dirs := j.registerLocalDirs(a, b)
+	defer j.releaseLocalDirs(dirs)
+	plan := j.createPlanIn(dirs, 1<<20)
+	j.write(j.createTmpFile(plan), j.directBuffer(pattern(5, 12)), 0, 5)
+	assert.EqualValues(t, 5, j.used(plan))
+	j.releasePlan(plan)
+}

@@ -8,6 +8,7 @@ package jvmhost
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <signal.h>
 #include <stddef.h>
 #include <jni.h>
 
@@ -29,6 +30,32 @@ static JavaVM *created_vm(void) {
 		return NULL;
 	}
 	return vm;
+}
+
+// The JVM installs its handlers for these after the Go runtime's, without SA_ONSTACK: a fault in
+// Go code (a nil dereference the library's recoverPanic turns into a RuntimeException) then
+// arrives on a goroutine's small stack and the Go runtime aborts ("non-Go code set up signal
+// handler without SA_ONSTACK flag"). With SA_ONSTACK the handler runs on the signal stack, and the
+// JVM hands a fault outside Java code on to the Go handler it replaced (signal chaining). In
+// production the order is the other way round: the JVM is first, and Go's handlers forward.
+static int jvmhost_handlers_on_stack(void) {
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGPIPE, SIGXFSZ, SIGUSR2};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction sa;
+		if (sigaction(sigs[i], NULL, &sa) != 0) {
+			return sigs[i];
+		}
+		if ((sa.sa_flags & SA_SIGINFO) == 0 && (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)) {
+			continue;
+		}
+		if ((sa.sa_flags & SA_ONSTACK) == 0) {
+			sa.sa_flags |= SA_ONSTACK;
+			if (sigaction(sigs[i], &sa, NULL) != 0) {
+				return sigs[i];
+			}
+		}
+	}
+	return 0;
 }
 
 static int jvmhost_has_on_load(void) { return JNI_OnLoad != NULL; }
@@ -83,6 +110,9 @@ func Start(javaHome string, options ...string) error {
 	runtime.LockOSThread()
 	if _, _, err := jnigi.CreateJVM(jnigi.NewJVMInitArgs(false, false, jnigi.JNI_VERSION_1_8, options)); err != nil {
 		return fmt.Errorf("creating a JVM with %q: %w", options, err)
+	}
+	if sig := C.jvmhost_handlers_on_stack(); sig != 0 {
+		return fmt.Errorf("setting SA_ONSTACK on the JVM's handler of signal %d failed", int(sig))
 	}
 	return nil
 }
