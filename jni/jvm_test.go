@@ -5,6 +5,10 @@ package main
 // objects are made with jnigi, each call's pending exception is checked by class name, and the
 // spill dirs are checked on disk. The JVM suites of scala-shim cover the contract from Java; these
 // check the Go side of the boundary where the Go tooling (the race detector included) sees it.
+//
+// A test file cannot import "C", so the entry points' parameter types are named by what cgo
+// generates for them (_Ctype_JNIEnv, _Ctype_jlong, ...); JNI references are uintptrs on both
+// sides (cgo's and jnigi's). jni/internal/jvmhost holds the few calls that need C.
 
 import (
 	"fmt"
@@ -27,8 +31,9 @@ import (
 const (
 	limitException = "spillway.SpillLimitExceededException"
 	// noShimClassesEnv makes TestMain start the JVM without the shim's classes, for the child
-	// process of TestLimitWithoutShimClassIsAnIOException.
+	// process of TestJVMLimitWithoutShimClassesIsAnIOException.
 	noShimClassesEnv = "SPILLWAY_JVMTEST_WITHOUT_SHIM_CLASSES"
+	jniVersion1_8    = 0x00010008 // what JNI_OnLoad must return
 )
 
 func TestMain(m *testing.M) {
@@ -69,7 +74,7 @@ func runWithJVM(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if version, err := jvmhost.OnLoad(); err != nil || version != 0x00010008 {
+	if version, err := jvmhost.OnLoad(); err != nil || version != jniVersion1_8 {
 		fmt.Fprintf(os.Stderr, "JNI_OnLoad: version %#x, %v (want JNI_VERSION_1_8)\n", version, err)
 		return 1
 	}
