@@ -54,8 +54,9 @@ func runWithJVM(m *testing.M) int {
 		// SA_ONSTACK as modified, at length. The JVM suites run the contract under it
 		// (XcheckJniSuite).
 	}
+	classes := "" // the class path, removed once JNI_OnLoad has loaded the class
 	if os.Getenv(noShimClassesEnv) == "" {
-		classes, err := os.MkdirTemp("", "spillway-jvmtest-classes-")
+		classes, err = os.MkdirTemp("", "spillway-jvmtest-classes-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -77,6 +78,14 @@ func runWithJVM(m *testing.M) int {
 	if version, err := jvmhost.OnLoad(); err != nil || version != jniVersion1_8 {
 		fmt.Fprintf(os.Stderr, "JNI_OnLoad: version %#x, %v (want JNI_VERSION_1_8)\n", version, err)
 		return 1
+	}
+	// JNI_OnLoad has loaded the class and holds it: the dir goes before any test runs, so a
+	// test that crashes the process leaves nothing behind.
+	if classes != "" {
+		if err := os.RemoveAll(classes); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	return m.Run()
 }
