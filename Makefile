@@ -49,6 +49,8 @@ demo: lib
 
 test: test-go test-jvm cluster-test
 
+# jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
+# with its JNIEnv; they run under -race like the rest.
 # The fuzz targets' seed corpora (testdata/fuzz/) run with the tests; then each fuzzer runs
 # briefly, so a regression in input validation is caught on every run. `make fuzz` runs longer.
 FUZZTIME ?= 10s
