@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan jni -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib jar demo test test-go test-jvm cluster-test soak fuzz bench bench-sort clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-jvm cluster-test soak fuzz bench bench-sort clean
 
 all: lib
 
@@ -25,7 +25,23 @@ $(LIB): $(GO_SOURCES)
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(CURDIR)/jni/exports.map" \
 		-o $@ ./jni
 
-jar: lib
+# The linux/arm64 library (AWS Graviton and other arm64 executors), cross-compiled with Debian's
+# cross toolchain (apt-get install gcc-aarch64-linux-gnu; about a minute the first time). The jar
+# bundles every library under build/native/<os>/<arch>/ beside this machine's, so once built, `make
+# jar` keeps it current and the jar serves both platforms. Not part of `make test`.
+LIB_ARM64 := build/native/linux/arm64/libspillway.so
+
+lib-arm64: $(LIB_ARM64)
+
+$(LIB_ARM64): $(GO_SOURCES)
+	@command -v aarch64-linux-gnu-gcc >/dev/null || \
+		{ echo "lib-arm64 needs aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	CC=aarch64-linux-gnu-gcc GOOS=linux GOARCH=arm64 go build -buildmode=c-shared -trimpath \
+		-ldflags="-s -w -extldflags=-Wl,--version-script=$(CURDIR)/jni/exports.map" \
+		-o $@ ./jni
+
+jar: lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
 	$(SBT) package
 
 demo: lib
@@ -33,6 +49,8 @@ demo: lib
 
 test: test-go test-jvm cluster-test
 
+# jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
+# with its JNIEnv; they run under -race like the rest.
 # The fuzz targets' seed corpora (testdata/fuzz/) run with the tests; then each fuzzer runs
 # briefly, so a regression in input validation is caught on every run. `make fuzz` runs longer.
 FUZZTIME ?= 10s

@@ -50,13 +50,20 @@ lazy val spillway = (project in file("."))
     ),
     nativeLibrary := sys.props.get("spillway.library.path").map(file)
       .getOrElse(baseDirectory.value / "build" / "libspillway.so"),
-    // The jar carries the library at the path the loader extracts it from.
+    // The jar carries the library at the path the loader extracts it from: this platform's, and
+    // those cross-compiled into build/native/<os>/<arch>/ (`make lib-arm64`).
     Compile / resourceGenerators += Def.task {
       val lib = nativeLibrary.value
       if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
-      val out = (Compile / resourceManaged).value / "spillway" / "native" / nativeOs / nativeArch / lib.getName
+      val native = (Compile / resourceManaged).value / "spillway" / "native"
+      val out = native / nativeOs / nativeArch / lib.getName
       IO.copyFile(lib, out, preserveLastModified = true)
-      Seq(out)
+      val crossDir = baseDirectory.value / "build" / "native"
+      val cross = (crossDir * DirectoryFilter * DirectoryFilter * lib.getName).get
+        .map(f => f -> (native / IO.relativize(crossDir, f).get))
+        .filter { case (_, to) => to != out }
+      cross.foreach { case (from, to) => IO.copyFile(from, to, preserveLastModified = true) }
+      out +: cross.map(_._2)
     }.taskValue,
     // Tests run Spark in forked JVMs, one suite at a time (2 cores), against the fresh library.
     Test / fork := true,

@@ -170,5 +170,55 @@ copies="$(find "$cluster/tmp" -name 'libspillway-*' | wc -l)"
 log "extracted library copies left in the JVMs' tmp dir: $copies"
 [[ $copies -eq 0 ]] || failed=1
 
+# ---- A broken installation ends the application at once, with the reason ----
+# Two more applications, from a Python driver (spark.range needs no Python on the executors):
+# 1. a bad setting: SparkContext creation fails on the driver, before the master hears of it;
+# 2. no library for the executors' platform (-Dos.arch=riscv64): each executor
+#    fails at start and the master would relaunch it without end; the plugin's driver side fails
+#    the job with the executor's message instead and requests no more executors.
+printf '%s\n' 'import sys' 'from pyspark.sql import SparkSession' \
+  'spark = SparkSession.builder.appName(sys.argv[1]).getOrCreate()' \
+  'print("count=%d" % spark.range(1000).count())' 'spark.stop()' >"$cluster/count.py"
+export PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
+fail_fast() { # name expected-message extra-spark-submit-args...
+  local name="$1" expected="$2"; shift 2
+  local t0 status=0 apps_before apps took launched_before
+  apps_before="$(grep -c 'Registering app' "$cluster/master.log" || true)"
+  launched_before="$(grep -c 'Launching executor app-' "$cluster/master.log" || true)"
+  t0=$(date +%s)
+  # The bound is generous (2 shared cores): what must fail here is a hang, never a slow start.
+  timeout 180 "$SPARK_HOME/bin/spark-submit" \
+    --master "$master" --deploy-mode client \
+    --jars "$jar" --conf spark.plugins=spillway.SpillwayPlugin \
+    --conf spark.executor.cores=1 --conf spark.cores.max=2 \
+    --conf spark.executor.memory=512m --driver-memory 512m \
+    --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+    --conf spark.ui.enabled=false --conf spark.local.dir="$cluster/driver-local" \
+    --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
+    "$@" "$cluster/count.py" "$name" >"$cluster/$name.out" 2>"$cluster/$name.err" || status=$?
+  took=$(( $(date +%s) - t0 ))
+  apps=$(( $(grep -c 'Registering app' "$cluster/master.log" || true) - apps_before ))
+  if [[ $status -eq 124 ]]; then
+    log "$name: did NOT end within 180 s"; failed=1
+  elif [[ $status -eq 0 ]] || grep -q '^count=' "$cluster/$name.out"; then
+    log "$name: the application succeeded; it must fail"; failed=1
+  elif ! cat "$cluster/$name.out" "$cluster/$name.err" | grep -qF "$expected"; then
+    log "$name: failed (status $status) without the message \"$expected\":"; tail -20 "$cluster/$name.err"; failed=1
+  else
+    log "$name: failed in $took s with \"$expected\" (applications registered with the master: $apps)"
+  fi
+  last_apps=$apps
+  last_launched=$(( $(grep -c 'Launching executor app-' "$cluster/master.log" || true) - launched_before ))
+}
+fail_fast bad-setting "Invalid value '10x' for spark.spillway.maxTempDirectorySize: unknown unit 'x'" \
+  --conf spark.spillway.maxTempDirectorySize=10x \
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp"
+[[ $last_apps -eq 0 ]] || { log "bad-setting: the application reached the master"; failed=1; }
+fail_fast broken-install "cancelled Spillway cannot start on executor" \
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp -Dos.arch=riscv64"
+cat "$cluster/broken-install.out" "$cluster/broken-install.err" | grep -q "no native library for linux/riscv64" ||
+  { log "broken-install: the job's error does not give the executor's cause"; failed=1; }
+log "broken-install: executors the master launched for it: $last_launched"
+
 ((failed == 0)) || die "FAILED; logs in $cluster"
 log "passed in $(( $(date +%s) - started )) s"

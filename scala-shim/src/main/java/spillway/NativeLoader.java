@@ -9,6 +9,7 @@ import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
 import java.security.CodeSource;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
@@ -18,19 +19,42 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 /**
- * Loads libspillway once per JVM.
+ * Loads libspillway once per JVM, from the first of:
  *
- * <p>If the system property {@value #LIBRARY_PATH_PROPERTY} is set, that file is loaded. Otherwise
- * the library bundled in the jar at {@code /spillway/native/<os>/<arch>/libspillway.so} is
- * extracted to a temporary file, loaded from there, and unlinked at once (the loaded mapping stays).
+ * <ol>
+ *   <li>the file named by the system property {@value #LIBRARY_PATH_PROPERTY};
+ *   <li>{@code libspillway.so} in a directory of {@code java.library.path} (as Comet's loader
+ *       does: an installation that puts the library there needs no extraction);
+ *   <li>the library bundled in the jar at {@code /spillway/native/<os>/<arch>/libspillway.so},
+ *       extracted to a fresh file in the directory named by {@value #EXTRACT_DIR_PROPERTY} (or the
+ *       environment variable {@value #EXTRACT_DIR_ENV}, or {@code java.io.tmpdir}), loaded from
+ *       there and unlinked at once (the loaded mapping stays).
+ * </ol>
  *
- * <p>The first failure is kept and rethrown, wrapped with what to do, on every later call, so a
- * broken installation reports its cause on each use instead of a bare {@link NoClassDefFoundError}.
- * Thread-safe and idempotent.
+ * <p>Before loading, it checks that the process has the address space the Go runtime reserves when
+ * it starts: without it the runtime aborts the whole JVM instead of failing the load.
+ *
+ * <p>The first failure is kept and rethrown, wrapped with what to do about that very failure, on
+ * every later call, so a broken installation reports its cause on each use instead of a bare
+ * {@link NoClassDefFoundError}. Thread-safe and idempotent.
  */
 public final class NativeLoader {
-  /** System property: explicit path of the native library, overriding the copy in the jar. */
+  /** System property: explicit path of the native library, overriding every other source. */
   public static final String LIBRARY_PATH_PROPERTY = "spillway.library.path";
+
+  /** System property: the directory the jar's library is extracted to (default java.io.tmpdir). */
+  public static final String EXTRACT_DIR_PROPERTY = "spillway.library.extractDir";
+
+  /** Environment variable read when {@value #EXTRACT_DIR_PROPERTY} is not set. */
+  public static final String EXTRACT_DIR_ENV = "SPILLWAY_LIBRARY_EXTRACT_DIR";
+
+  /**
+   * Address space (bytes) the process must have left under its limit ({@code ulimit -v}) for the
+   * load to go ahead. Measured: the Go runtime reserves about 770 MiB when it starts (its page
+   * allocator's summaries, its first heap arena, thread stacks of {@code ulimit -s} each), and
+   * aborts the process if a reservation fails; the rest is margin for the threads it starts later.
+   */
+  public static final long REQUIRED_ADDRESS_SPACE = 1L << 30;
 
   /**
    * Set JVM-wide (system properties are shared by all class loaders) to the loaded file. The library
@@ -42,9 +66,19 @@ public final class NativeLoader {
   private static final String LIBRARY_NAME = "spillway";
   private static final Object LOCK = new Object();
 
+  /** Where the library came from (or was to come from), for the hint that goes with a failure. */
+  enum Source {
+    PROPERTY,
+    JAVA_LIBRARY_PATH,
+    JAR
+  }
+
   private static volatile boolean loaded;
   private static Throwable failure; // guarded by LOCK: the first failure, kept for every later call
+  private static String failureHint; // guarded by LOCK: what to do about it
   private static String loadedFrom; // guarded by LOCK
+  private static Source source; // guarded by LOCK: the source being tried
+  private static Path file; // guarded by LOCK: the file being loaded, once known
 
   private NativeLoader() {}
 
@@ -69,9 +103,10 @@ public final class NativeLoader {
           return;
         } catch (Throwable t) {
           failure = t;
+          failureHint = hint(t, source, file);
         }
       }
-      throw loadError(failure);
+      throw loadError(failure, failureHint);
     }
   }
 
@@ -120,17 +155,51 @@ public final class NativeLoader {
     }
   }
 
+  /** The directory the jar's library is extracted to. */
+  static Path extractDir() {
+    String dir = System.getProperty(EXTRACT_DIR_PROPERTY);
+    if (dir == null || dir.isEmpty()) {
+      dir = System.getenv(EXTRACT_DIR_ENV);
+    }
+    if (dir == null || dir.isEmpty()) {
+      dir = System.getProperty("java.io.tmpdir");
+    }
+    return Paths.get(dir).toAbsolutePath();
+  }
+
+  /** The first {@code libspillway.so} in a directory of {@code java.library.path}, or null. */
+  static Path inJavaLibraryPath() {
+    String dirs = System.getProperty("java.library.path", "");
+    for (String dir : dirs.split(java.io.File.pathSeparator)) {
+      if (dir.isEmpty()) {
+        continue;
+      }
+      Path candidate = Paths.get(dir, System.mapLibraryName(LIBRARY_NAME)).toAbsolutePath();
+      if (Files.isRegularFile(candidate)) {
+        return candidate;
+      }
+    }
+    return null;
+  }
+
   private static String loadOnce() throws IOException {
     String explicit = System.getProperty(LIBRARY_PATH_PROPERTY);
     Path library;
     if (explicit != null && !explicit.isEmpty()) {
+      source = Source.PROPERTY;
       library = Paths.get(explicit).toAbsolutePath();
+      file = library;
       if (!Files.isRegularFile(library)) {
         throw new FileNotFoundException(
             "-D" + LIBRARY_PATH_PROPERTY + "=" + explicit + ": no such file");
       }
+    } else if ((library = inJavaLibraryPath()) != null) {
+      source = Source.JAVA_LIBRARY_PATH;
+      file = library;
     } else {
+      source = Source.JAR;
       library = extract();
+      file = library;
     }
     String path = library.toString();
     Object other = System.getProperties().putIfAbsent(LOADED_PROPERTY, path);
@@ -141,12 +210,20 @@ public final class NativeLoader {
               + " second Go runtime in the process)");
     }
     try {
+      AddressSpace.check(REQUIRED_ADDRESS_SPACE);
       System.load(path);
     } catch (Throwable t) {
       System.getProperties().remove(LOADED_PROPERTY, path);
+      if (source == Source.JAR) {
+        try {
+          Files.deleteIfExists(library);
+        } catch (IOException e) {
+          t.addSuppressed(e); // deleteOnExit still applies
+        }
+      }
       throw t;
     }
-    if (explicit == null || explicit.isEmpty()) {
+    if (source == Source.JAR) {
       // The mapping outlives the name: unlink the extracted copy now, so that a JVM killed
       // before deleteOnExit runs (an executor killed by its cluster manager) leaves no copy.
       try {
@@ -177,15 +254,23 @@ public final class NativeLoader {
                 + " machine (`make lib`)");
       }
       // A fresh, uniquely named file (0600): never a file another JVM may be writing or loading.
-      Path file = Files.createTempFile("libspillway-", ".so");
-      file.toFile().deleteOnExit();
+      Path dir = extractDir();
+      Path extracted;
       try {
-        Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
+        Files.createDirectories(dir);
+        extracted = Files.createTempFile(dir, "libspillway-", ".so");
       } catch (IOException | RuntimeException e) {
-        Files.deleteIfExists(file);
-        throw e;
+        throw new IOException("cannot extract the library into " + dir + ": " + e, e);
       }
-      return file;
+      file = extracted;
+      extracted.toFile().deleteOnExit();
+      try {
+        Files.copy(in, extracted, StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException | RuntimeException e) {
+        Files.deleteIfExists(extracted);
+        throw new IOException("cannot extract the library into " + extracted + ": " + e, e);
+      }
+      return extracted;
     }
   }
 
@@ -225,37 +310,169 @@ public final class NativeLoader {
     return found;
   }
 
-  /** What to do about a load failure whose cause the message shows; empty if nothing specific. */
-  private static String hint(Throwable cause) {
+  /**
+   * What to do about a load failure: the words depend on the cause and on where the library came
+   * from, so that the hint never tells the user to set what they already set wrongly.
+   */
+  static String hint(Throwable cause, Source from, Path library) {
     String message = String.valueOf(cause.getMessage());
+    String file = library == null ? "the library" : library.toString();
+    String property = "-D" + LIBRARY_PATH_PROPERTY;
+    String otherSource;
+    if (from == Source.PROPERTY) {
+      otherSource = "fix " + property + " (it names " + file + "), or unset it to use the copy in the jar";
+    } else if (from == Source.JAVA_LIBRARY_PATH) {
+      otherSource =
+          file + " was found in java.library.path: replace or remove it, or set " + property
+              + " to a working copy";
+    } else {
+      otherSource =
+          "set " + property + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME)
+              + " (a library built for this platform) or use the jar built for this platform";
+    }
+    if (cause instanceof AddressSpace.TooSmall || cause instanceof IllegalStateException) {
+      return ""; // the message says it all
+    }
+    if (cause instanceof FileNotFoundException) {
+      return "; " + otherSource;
+    }
+    if (message.contains("cannot extract the library")) {
+      return "; set -D" + EXTRACT_DIR_PROPERTY + " (or " + EXTRACT_DIR_ENV + ") to a writable directory"
+          + " on a filesystem mounted with exec, or " + property + " to an installed copy";
+    }
+    if (message.contains("failed to map segment") || message.contains("Operation not permitted")) {
+      String noexec = library == null ? null : Mounts.noexecMountOf(library);
+      if (noexec != null) {
+        return from == Source.JAR
+            ? "; " + noexec + " is mounted noexec, so no library can be loaded from it: set -D"
+                + EXTRACT_DIR_PROPERTY + "=<dir> (or " + EXTRACT_DIR_ENV + ") to a directory on a"
+                + " filesystem mounted with exec"
+            : "; " + noexec + " is mounted noexec, so no library can be loaded from it: move " + file
+                + " to a filesystem mounted with exec";
+      }
+      return "; the system could not map the library into memory (a filesystem mounted noexec, or"
+          + " too little address space: see ulimit -v); " + otherSource;
+    }
     if (message.contains("GLIBC_")) {
       return "; the library was built against a newer glibc than this host has: build it on a"
-          + " machine with the oldest glibc among the executors";
+          + " machine with the oldest glibc among the executors; " + otherSource;
     }
     if (message.contains("musl") || message.contains("Error relocating")) {
       return "; musl (e.g. Alpine) cannot load Go shared libraries: run the executors on a glibc"
           + " image";
     }
     if (message.contains("ELF") || message.contains("wrong architecture")) {
-      return "; the library was built for another platform";
+      return "; the library was built for another platform; " + otherSource;
     }
-    return "";
+    return "; " + otherSource;
   }
 
-  private static UnsatisfiedLinkError loadError(Throwable cause) {
+  private static UnsatisfiedLinkError loadError(Throwable cause, String hint) {
     UnsatisfiedLinkError error =
         new UnsatisfiedLinkError(
-            "Spillway native library could not be loaded for "
-                + platform()
-                + ": "
-                + cause
-                + hint(cause)
-                + "; set -D"
-                + LIBRARY_PATH_PROPERTY
-                + "=/path/to/"
-                + System.mapLibraryName(LIBRARY_NAME)
-                + " or use the jar built for this platform");
+            "Spillway native library could not be loaded for " + platform() + ": " + cause + hint);
     error.initCause(cause);
     return error;
+  }
+
+  /** The address-space check made before {@code System.load}. */
+  static final class AddressSpace {
+    private AddressSpace() {}
+
+    /** Thrown when the process has too little address space left to start the Go runtime. */
+    static final class TooSmall extends IOException {
+      private static final long serialVersionUID = 1L;
+
+      TooSmall(String message) {
+        super(message);
+      }
+    }
+
+    /**
+     * Throws {@link TooSmall} if this process's soft address-space limit ({@code ulimit -v}, "Max
+     * address space" in /proc/self/limits) leaves less than {@code required} bytes above its
+     * current size (VmSize). Does nothing where /proc cannot tell (not Linux) or with no limit.
+     */
+    static void check(long required) throws TooSmall {
+      long limit = softLimit();
+      long size = vmSize();
+      if (limit < 0 || size < 0) {
+        return;
+      }
+      long left = limit - size;
+      if (left < required) {
+        long mib = 1L << 20;
+        throw new TooSmall(
+            "the process has " + Math.max(left, 0) / mib + " MiB of address space left under its limit"
+                + " (ulimit -v: Max address space " + limit / mib + " MiB, VmSize " + size / mib
+                + " MiB), and the Go runtime in libspillway reserves about 770 MiB when it starts"
+                + " (it would abort the JVM, not fail): raise the limit by at least "
+                + (required - left + mib - 1) / mib + " MiB, e.g. ulimit -v unlimited in the"
+                + " executor's environment, or leave the limit unset");
+      }
+    }
+
+    /** The soft limit in bytes, or -1 if unlimited or unknown. */
+    static long softLimit() {
+      try {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/limits"))) {
+          if (line.startsWith("Max address space")) {
+            String[] fields = line.substring("Max address space".length()).trim().split("\\s+");
+            return fields[0].equals("unlimited") ? -1 : Long.parseLong(fields[0]);
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // not Linux, or an unexpected format: no check
+      }
+      return -1;
+    }
+
+    /** VmSize in bytes, or -1 if unknown. */
+    static long vmSize() {
+      try {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+          if (line.startsWith("VmSize:")) {
+            return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // not Linux
+      }
+      return -1;
+    }
+  }
+
+  /** Mount options, for the noexec hint. */
+  static final class Mounts {
+    private Mounts() {}
+
+    /**
+     * The mount point holding {@code file} (or, if the file is gone, its directory) if that mount
+     * is noexec; null if it is not, or if /proc/self/mountinfo cannot tell.
+     */
+    static String noexecMountOf(Path file) {
+      try {
+        Path dir = file.toAbsolutePath().getParent();
+        Path real = dir.toRealPath();
+        String best = null;
+        boolean bestNoexec = false;
+        for (String line : Files.readAllLines(Paths.get("/proc/self/mountinfo"))) {
+          // id parent major:minor root mount-point options ...
+          String[] fields = line.split(" ");
+          if (fields.length < 6) {
+            continue;
+          }
+          String mountPoint = fields[4].replace("\\040", " ");
+          if (real.startsWith(Paths.get(mountPoint))
+              && (best == null || mountPoint.length() >= best.length())) {
+            best = mountPoint;
+            bestNoexec = Arrays.asList(fields[5].split(",")).contains("noexec");
+          }
+        }
+        return bestNoexec ? best : null;
+      } catch (IOException | RuntimeException e) {
+        return null;
+      }
+    }
   }
 }

@@ -31,11 +31,14 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
   }
 
   /**
-   * A buffered stream appending to this file. `close` flushes it; the file itself stays until
-   * [[release]] or the plan's release.
+   * A buffered stream appending to this file, with a buffer of `bufferSize` bytes. `close` flushes
+   * it; the file itself stays until [[release]] or the plan's release.
    */
-  def outputStream(bufferSize: Int = SpillFile.DefaultBufferSize): OutputStream =
-    new SpillOutputStream(this, bufferSize)
+  def outputStream(bufferSize: Int): OutputStream = new SpillOutputStream(this, bufferSize)
+
+  // Overloads, not default arguments: Java callers see Scala defaults only as synthetic methods.
+  /** [[outputStream(bufferSize:Int)*]] with [[SpillFile.DefaultBufferSize]] (64 KiB). */
+  def outputStream(): OutputStream = outputStream(SpillFile.DefaultBufferSize)
 
   /** An unbuffered channel appending to this file; each `write` is one native write. */
   def channel(): WritableByteChannel = new SpillChannel(this)
@@ -63,6 +66,7 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
 }
 
 object SpillFile {
+  /** The buffer of [[SpillFile.outputStream()*]]: 64 KiB. */
   val DefaultBufferSize: Int = 64 * 1024
 }
 

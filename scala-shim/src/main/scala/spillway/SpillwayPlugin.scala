@@ -3,27 +3,100 @@ package spillway
 import java.io.IOException
 import java.nio.file.{DirectoryIteratorException, Files, LinkOption, Path, Paths}
 import java.util.{Map => JMap}
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.jdk.CollectionConverters._
 import scala.util.Using
 import scala.util.control.NonFatal
 
-import com.codahale.metrics.{Gauge, MetricRegistry}
-import org.apache.spark.SparkEnv
+import com.codahale.metrics.{Counter, Gauge, MetricRegistry}
+import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
+import org.apache.spark.spillway.SpillwayConf
 
 /**
  * Spillway's Spark plugin: `spark.plugins=spillway.SpillwayPlugin`.
  *
- * On each executor, at start: loads the native library (a failure fails the executor with the
- * cause and what to do, instead of failing every task that spills later), removes the plan dirs
- * that dead executors left in this executor's and its siblings' block manager dirs, and registers
- * the library's counters as metrics (source `plugin.spillway.SpillwayPlugin`). There is no driver
- * component: plans live on executors (in local mode the executor component runs in the driver JVM).
+ * On the driver, at startup: checks every `spark.spillway.*` setting (a bad value fails
+ * SparkContext creation, so spark-submit fails at once with what to write instead; an unknown key
+ * is logged with the closest known one), and ends the application when an executor reports that
+ * Spillway cannot start there (see [[SpillwayDriverPlugin]]).
+ *
+ * On each executor, at start: loads the native library (a failure is reported to the driver, then
+ * fails the executor with the cause and what to do, instead of failing every task that spills
+ * later), removes the plan dirs that dead executors left in this executor's and its siblings' block
+ * manager dirs, and registers the library's counters as metrics (source
+ * `plugin.spillway.SpillwayPlugin`). In local mode both components run in the driver JVM.
  */
 class SpillwayPlugin extends SparkPlugin {
-  override def driverPlugin(): DriverPlugin = null
+  override def driverPlugin(): DriverPlugin = new SpillwayDriverPlugin
   override def executorPlugin(): ExecutorPlugin = new SpillwayExecutorPlugin
+}
+
+/** Sent by an executor's plugin to the driver's when Spillway cannot start on that executor. */
+final case class SpillwayExecutorFailed(executorId: String, host: String, message: String)
+
+/**
+ * The driver component of [[SpillwayPlugin]].
+ *
+ * A cluster manager relaunches an executor that dies at start (Spark standalone does so without
+ * end), so an executor that cannot load the library must not be left to fail on its own: its
+ * plugin reports the failure here first, and from then on every job of the application, running or
+ * submitted later, fails with that message ("Job 0 cancelled Spillway cannot start on executor 1
+ * ..."), and no more executors are requested. The driver program ends as on any failed job, the
+ * same on every cluster manager. The SparkContext is not stopped under the program's feet: a job
+ * submitted after a stop would fail with an unrelated error, not the message. One report suffices:
+ * every executor of an application gets the same jar and options.
+ */
+class SpillwayDriverPlugin extends DriverPlugin {
+  private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
+  @volatile private var sc: SparkContext = _
+  private val failed = new AtomicBoolean(false)
+
+  override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+    this.sc = sc
+    // Throws on a bad value: SparkContext creation fails with it, before any executor starts.
+    SpillwayConf.validate(sc.getConf).foreach(w => log.warn(s"Spillway: $w"))
+    java.util.Collections.emptyMap()
+  }
+
+  override def receive(message: AnyRef): AnyRef = message match {
+    case f: SpillwayExecutorFailed =>
+      if (failed.compareAndSet(false, true)) endApplication(f)
+      java.lang.Boolean.TRUE
+    case other => throw new IllegalArgumentException(s"unexpected message to the Spillway driver plugin: $other")
+  }
+
+  private def endApplication(f: SpillwayExecutorFailed): Unit = {
+    val reason = s"${f.message} (reported by executor ${f.executorId} on ${f.host}; Spillway fails every " +
+      "job of this application and requests no more executors: a cluster manager would relaunch " +
+      "executors that fail the same way)"
+    log.error(s"Spillway: $reason")
+    val context = sc
+    // Every job started from now on fails with the reason (the driver program may not have
+    // submitted its first job yet); the listener first, so that no job slips between.
+    context.addSparkListener(new SparkListener {
+      override def onJobStart(jobStart: SparkListenerJobStart): Unit = context.cancelJob(jobStart.jobId, reason)
+    })
+    // Not on the RPC thread that delivered the message: asking the cluster manager waits for it.
+    val stopper = new Thread(() => {
+      try {
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
+        if (!context.requestTotalExecutors(0, 0, Map.empty)) {
+          log.warn("Spillway: the cluster manager did not take the request for 0 executors")
+        }
+        // A job whose start the status tracker had not seen yet, nor the listener: cancel again.
+        Thread.sleep(TimeUnit.SECONDS.toMillis(1))
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
+      } catch {
+        case NonFatal(e) => log.warn("Spillway: could not cancel the jobs or release the executors", e)
+      }
+    }, "spillway-end-application")
+    stopper.setDaemon(true)
+    stopper.start()
+  }
 }
 
 /** What the executor component did at start, kept for logs, tests and the cluster check. */
@@ -48,6 +121,9 @@ object SpillwayPlugin {
 
   /** How long the metrics reuse one read of the counters: a reporter's poll makes one JNI call, not nine. */
   val MetricsMaxAgeNanos: Long = 1000L * 1000 * 1000
+
+  /** How long a failing executor waits for the driver to take its report before it exits anyway. */
+  val ReportTimeoutSeconds: Long = 30
 
   @volatile private var lastStartup: Option[SpillwayStartup] = None
   @volatile private var lastStats: Option[NativeStatsCache] = None
@@ -114,12 +190,25 @@ object SpillwayPlugin {
   }
 
   /**
-   * Registers one gauge per counter of [[NativeSpill.stats]] in `registry`, all reading through
-   * `stats` (so one poll of all gauges costs one JNI call).
+   * The metrics that only grow (counts since the JVM started): registered as Dropwizard counters,
+   * so that sinks report them as counters (a rate, not a level); the others are gauges.
+   */
+  val CounterNames: Set[String] =
+    Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")
+
+  /**
+   * Registers one metric per counter of [[NativeSpill.stats]] in `registry` (a counter for
+   * [[CounterNames]], a gauge for the others), all reading through `stats` (so one poll of all of
+   * them costs one JNI call).
    */
   def registerMetrics(registry: MetricRegistry, stats: NativeStatsCache): Unit =
     MetricNames.zipWithIndex.foreach { case (name, i) =>
-      registry.register(name, new Gauge[Long] { override def getValue: Long = stats(i) })
+      if (CounterNames.contains(name)) {
+        // Read-only: the value is the library's; inc/dec would only move the unused local count.
+        registry.register(name, new Counter { override def getCount: Long = stats(i) })
+      } else {
+        registry.register(name, new Gauge[Long] { override def getValue: Long = stats(i) })
+      }
     }
 }
 
@@ -137,10 +226,10 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
       // failures into "Unable to create executor due to <message>" and exits; a LinkageError would
       // escape that handler and leave a half-started executor.
       case e: UnsatisfiedLinkError =>
-        throw new IllegalStateException(
-          s"Spillway cannot start on executor ${ctx.executorID()} (spark.plugins=${classOf[SpillwayPlugin].getName}): " +
-            e.getMessage,
-          e)
+        val message = s"Spillway cannot start on executor ${ctx.executorID()} " +
+          s"(spark.plugins=${classOf[SpillwayPlugin].getName}): ${e.getMessage}"
+        reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), hostName, message))
+        throw new IllegalStateException(message, e)
     }
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (dirs, listFailures) = blockManagerDirs(localDirs)
@@ -155,6 +244,32 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     // Orphans left behind waste disk but break nothing: report, do not fail the executor.
     failures.foreach(f => log.warn(s"Spillway: could not sweep orphaned plan dirs in $f"))
   }
+
+  // Not ctx.hostname(): it reads the RPC env's server address, which an executor does not have
+  // (a NullPointerException in Spark 4.1).
+  private def hostName: String =
+    try SparkEnv.get.blockManager.blockManagerId.host
+    catch {
+      case NonFatal(_) => try java.net.InetAddress.getLocalHost.getHostName catch { case NonFatal(_) => "unknown host" }
+    }
+
+  /**
+   * Tells the driver's plugin, which ends the application, and waits (boundedly) for its answer:
+   * this executor exits right after, and a one-way message could be lost with it. In local mode the
+   * executor is the driver, whose SparkContext creation fails with the error itself.
+   */
+  private def reportToDriver(ctx: PluginContext, failure: SpillwayExecutorFailed): Unit =
+    if (ctx.executorID() != "driver") { // SparkContext.DRIVER_IDENTIFIER, private[spark]
+      val ask = new Thread(() => {
+        try ctx.ask(failure)
+        catch {
+          case NonFatal(e) => log.warn("Spillway: could not report the failure to the driver", e)
+        }
+      }, "spillway-report-failure")
+      ask.setDaemon(true)
+      ask.start()
+      ask.join(TimeUnit.SECONDS.toMillis(ReportTimeoutSeconds))
+    }
 
   override def shutdown(): Unit =
     try {

@@ -35,6 +35,26 @@ object LoaderProbe {
       })
       NativeSpill.noop()
       println("firstStillWorks=true")
+    case Some("load") =>
+      // Loads once from wherever the JVM options point; a loaded library must also work.
+      report("load", NativeLoader.load())
+      println(s"loadedFrom=${NativeLoader.loadedFrom()}")
+      if (NativeLoader.loadedFrom() != null) NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
+      println("alive=true")
+    case Some("address-space") =>
+      // Limits its own address space (prlimit on itself: the JVM's own size depends on its options)
+      // to its current size plus args(1) MiB, then loads. Without the loader's check, the Go runtime
+      // would abort this JVM when a reservation fails.
+      val extra = args(1).toLong << 20
+      val limit = NativeLoader.AddressSpace.vmSize() + extra
+      val prlimit = new ProcessBuilder("prlimit", s"--pid=${ProcessHandle.current().pid()}", s"--as=$limit:$limit")
+        .inheritIO().start()
+      if (prlimit.waitFor() != 0) throw new IllegalStateException("prlimit failed")
+      println(s"limit=${NativeLoader.AddressSpace.softLimit()}")
+      report("load", NativeLoader.load())
+      if (NativeLoader.loadedFrom() != null) NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
+      println(s"loadedFrom=${NativeLoader.loadedFrom()}")
+      println("alive=true")
     case other => throw new IllegalArgumentException(s"unknown probe: $other")
   }
 

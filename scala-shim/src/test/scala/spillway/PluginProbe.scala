@@ -34,6 +34,45 @@ object PluginProbe {
         case t: Throwable =>
           TestFiles.causeChain(t).foreach(c => println(s"error=${c.getClass.getName}: ${c.getMessage}"))
       }
+    case List("bad-conf", key, value) =>
+      // SparkContext creation with the plugin and a bad Spillway setting must fail with its message.
+      try {
+        SparkSession.builder().master("local[1]").appName("plugin-probe")
+          .config("spark.ui.enabled", "false")
+          .config("spark.plugins", classOf[SpillwayPlugin].getName)
+          .config(key, value)
+          .getOrCreate()
+        println("started=true")
+      } catch {
+        case t: Throwable =>
+          TestFiles.causeChain(t).foreach(c => println(s"error=${c.getClass.getName}: ${c.getMessage}"))
+      }
+      println(s"executorPluginStarted=${SpillwayPlugin.startup.isDefined}")
+    case List("executor-failed") =>
+      // The driver plugin told that an executor cannot start Spillway: the running job and every
+      // later one must fail with that message.
+      val spark = SparkSession.builder().master("local[1]").appName("plugin-probe")
+        .config("spark.ui.enabled", "false").getOrCreate()
+      val sc = spark.sparkContext
+      val plugin = new SpillwayDriverPlugin
+      plugin.init(sc, null)
+      def runJob(name: String, sleepMillis: Long): Unit =
+        try {
+          sc.parallelize(Seq(1), 1).foreach(_ => Thread.sleep(sleepMillis))
+          println(s"$name=finished")
+        } catch {
+          case t: Throwable => println(s"$name.error=${t.getClass.getName}: ${t.getMessage}")
+        }
+      val running = new Thread(() => runJob("running", 10 * 60 * 1000L)) // until cancelled
+      running.start()
+      val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+      while (sc.statusTracker.getActiveJobIds().isEmpty && System.nanoTime() < deadline) Thread.sleep(10)
+      println(s"reply=${plugin.receive(SpillwayExecutorFailed("7", "host-a", "Spillway cannot start on executor 7: broken"))}")
+      // A second report (another executor) changes nothing.
+      println(s"reply=${plugin.receive(SpillwayExecutorFailed("8", "host-b", "Spillway cannot start on executor 8: broken"))}")
+      running.join(60 * 1000L)
+      runJob("later", 0)
+      spark.stop()
     case List("wrong-platform") =>
       // Started with -Dos.arch set to an architecture the classpath has no library for.
       println(s"platform=${NativeLoader.platform()}")

@@ -102,7 +102,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     NativeSpill.releaseTmpFile(NativeSpill.createTmpFile(livePlan)) // and stays usable
   }
 
-  test("the plugin's gauges are in Spark's metrics system and follow the native counters") {
+  test("the plugin's metrics are in Spark's metrics system, counts as counters, and follow the native counters") {
     def metrics(): Map[String, Long] = {
       SpillwayPlugin.expireMetrics()
       SpillwayPluginMetrics.values().getOrElse(fail(s"no metrics source ${SpillwayPluginMetrics.SourceName}"))
@@ -110,6 +110,9 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
+    assert(SpillwayPluginMetrics.counterNames().contains(
+      Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")),
+      "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
     // Two tasks spill 1 MiB each; one of them then tries a write over its plan's limit.
     val sc = spark.sparkContext
@@ -185,11 +188,12 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     withClue(result.output) {
       assert(result.exitCode == 0)
       assert(out("platform") == s"${NativeLoader.os()}/riscv64")
-      assert(out("bundled") == NativeLoader.platform(), "the build bundles this machine's platform")
+      val bundled = out("bundled").split(",").toSeq
+      assert(bundled.contains(NativeLoader.platform()), "the build bundles this machine's platform (and any cross-built)")
       val error = out("error")
       assert(error.startsWith("java.lang.UnsatisfiedLinkError: Spillway native library could not be loaded"))
       assert(error.contains(s"no native library for ${NativeLoader.os()}/riscv64") &&
-        error.contains(s"carries it for ${NativeLoader.platform()} only") && error.contains("make lib") &&
+        error.contains(s"carries it for ${bundled.mkString(", ")} only") && error.contains("make lib") &&
         error.contains(s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}="), error)
     }
   }
@@ -207,6 +211,20 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
         e.contains("spark.plugins=spillway.SpillwayPlugin") && e.contains(missing) &&
         e.contains(s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=")), errors)
       assert(errors.exists(_.startsWith("error=java.io.FileNotFoundException")), "the first cause is kept")
+    }
+  }
+
+  test("an executor's report that Spillway cannot start fails the running job and every later one with its message") {
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
+      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
+    withClue(result.output) {
+      assert(result.exitCode == 0)
+      assert(result.output.linesIterator.count(_ == "reply=true") == 2)
+      for (job <- Seq("running", "later")) {
+        val error = result.output.linesIterator.find(_.startsWith(s"$job.error=")).getOrElse(fail(s"the $job job did not fail"))
+        assert(error.contains("cancelled Spillway cannot start on executor 7: broken (reported by executor 7 on host-a;"), error)
+      }
+      assert(!result.output.contains("executor 8: broken (reported"), "only the first report acts")
     }
   }
 }

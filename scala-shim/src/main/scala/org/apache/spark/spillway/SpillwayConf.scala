@@ -1,88 +1,174 @@
 package org.apache.spark.spillway
 
+import java.util.Locale
+
 import org.apache.spark.{SparkConf, TaskContext}
 import org.apache.spark.internal.config.ConfigEntry
-import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
 
-/** Spillway's configuration keys, parsed by Spark's config machinery. */
+/**
+ * Spillway's configuration keys and their one parser.
+ *
+ * Every value is checked three times with the same rules and messages: on the driver at startup
+ * ([[validate]], called by the plugin's driver side, so spark-submit fails before any executor
+ * starts), when a session sets it (`spark.conf.set`/`SET`: the keys are registered with SQLConf,
+ * which runs the same check), and when a task reads it ([[read]]: a job local property set with
+ * `sc.setLocalProperty` reaches only the task).
+ */
 object SpillwayConf {
+  val Prefix: String = "spark.spillway."
+
+  /** Written for a limit that must never be reached. */
+  val Unlimited: String = "unlimited"
+
+  /**
+   * One byte-size setting: `allowUnlimited` accepts `unlimited` (Long.MaxValue), `minimum` is the
+   * smallest value accepted.
+   */
+  private final case class ByteSetting(key: String, default: String, minimum: Long, allowUnlimited: Boolean) {
+    def expected: String =
+      (if (minimum > 0) "a positive byte size" else "a byte size") +
+        " such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024)" +
+        (if (allowUnlimited) s", or $Unlimited" else "")
+  }
+
   val MaxTempDirectorySizeKey: String = "spark.spillway.maxTempDirectorySize"
+  val MaxExecutorTempDirectorySizeKey: String = "spark.spillway.maxExecutorTempDirectorySize"
+  val SortMemoryBudgetKey: String = "spark.spillway.sort.memoryBudget"
+
+  private val MaxTempDirectorySize = ByteSetting(MaxTempDirectorySizeKey, "100g", 0, allowUnlimited = true)
+  private val MaxExecutorTempDirectorySize = ByteSetting(MaxExecutorTempDirectorySizeKey, Unlimited, 0, allowUnlimited = true)
+  private val SortMemoryBudget = ByteSetting(SortMemoryBudgetKey, "64m", 1, allowUnlimited = false)
+
+  private val settings = Seq(MaxTempDirectorySize, MaxExecutorTempDirectorySize, SortMemoryBudget)
+
+  /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
+  val KnownKeys: Seq[String] = settings.map(_.key)
 
   // Registered through SQLConf.buildConf (a ConfigBuilder that also registers with SQLConf) so that
-  // `spark.conf.set`/`SET` accept the key per session: Spark rejects session-level changes of keys
-  // registered only as core configs. Session values reach tasks as local properties.
-  private[spark] val MAX_TEMP_DIRECTORY_SIZE: ConfigEntry[Long] =
+  // `spark.conf.set`/`SET` accept the keys per session (Spark rejects session-level changes of
+  // keys registered only as core configs) and check the value there with [[parse]]. Session values
+  // reach tasks as local properties, for SQL/Dataset actions only.
+  private def register(s: ByteSetting, doc: String): ConfigEntry[String] =
     SQLConf
-      .buildConf(MaxTempDirectorySizeKey)
-      .doc("Limit on the bytes held in the live spill files of one native plan (one per task). " +
-        "A write that would exceed it fails with SpillLimitExceededException. Read when a plan " +
-        "is created: the session value first, then the Spark conf.")
+      .buildConf(s.key)
+      .doc(doc)
       .version("0.1.0")
-      .bytesConf(ByteUnit.BYTE)
-      .checkValue(_ >= 0, "must not be negative")
-      .createWithDefaultString("100g")
+      .stringConf
+      // Not checkValue: its message is fixed, and each rejection here says what to write instead.
+      .transform(v => parse(s, v).fold(e => throw new IllegalArgumentException(e), _ => v))
+      .createWithDefault(s.default)
 
-  val MaxExecutorTempDirectorySizeKey: String = "spark.spillway.maxExecutorTempDirectorySize"
+  private[spark] val MAX_TEMP_DIRECTORY_SIZE: ConfigEntry[String] = register(MaxTempDirectorySize,
+    "Limit on the bytes held in the live spill files of one native plan (one per task). A write " +
+      "that would exceed it fails with SpillLimitExceededException. 0 refuses every write; " +
+      "'unlimited' sets no limit. Read when a plan is created: the session value (SQL/Dataset " +
+      "actions only) first, then the Spark conf.")
 
-  // Opt-in (unlimited by default). Registered like the per-plan key so sessions may set it; each
-  // plan keeps the value read at its creation, so no session changes another's running plans.
-  private[spark] val MAX_EXECUTOR_TEMP_DIRECTORY_SIZE: ConfigEntry[Long] =
-    SQLConf
-      .buildConf(MaxExecutorTempDirectorySizeKey)
-      .doc("Limit on the bytes held in the live spill files of all native plans of one executor " +
-        "together, on top of each plan's own spark.spillway.maxTempDirectorySize. A write that " +
-        "would exceed it fails with SpillLimitExceededException naming this key. Read when a plan " +
-        "is created (the session value first, then the Spark conf) and fixed for that plan. " +
-        "Unlimited by default.")
-      .version("0.1.0")
-      .bytesConf(ByteUnit.BYTE)
-      .checkValue(_ >= 0, "must not be negative")
-      .createWithDefault(Long.MaxValue)
+  // Opt-in (unlimited by default). Each plan keeps the value read at its creation, so no session
+  // changes another's running plans.
+  private[spark] val MAX_EXECUTOR_TEMP_DIRECTORY_SIZE: ConfigEntry[String] = register(MaxExecutorTempDirectorySize,
+    "Limit on the bytes held in the live spill files of all native plans of one executor " +
+      "together, on top of each plan's own spark.spillway.maxTempDirectorySize. A write that " +
+      "would exceed it fails with SpillLimitExceededException naming this key. Read when a plan " +
+      "is created (the session value, for SQL/Dataset actions, first, then the Spark conf) and " +
+      "fixed for that plan. Unlimited by default.")
+
+  private[spark] val SORT_MEMORY_BUDGET: ConfigEntry[String] = register(SortMemoryBudget,
+    "Most bytes of records one native sort holds in memory before it writes a sorted run to " +
+      "disk. The sort also takes its memory from the task's Spark execution memory, so it spills " +
+      "earlier when Spark grants less. Read when a sort starts: the session value (SQL/Dataset " +
+      "actions only) first, then the Spark conf.")
+
+  /** The limit for a plan created now in `task`; see [[read]]. */
+  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long = read(MaxTempDirectorySize, task, conf)
 
   /** The executor-wide limit for a plan created now in `task`; see [[read]]. Unlimited by default. */
   def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
-    read(MAX_EXECUTOR_TEMP_DIRECTORY_SIZE, "a non-negative byte size such as 50g", task, conf)
-
-  val SortMemoryBudgetKey: String = "spark.spillway.sort.memoryBudget"
-
-  private[spark] val SORT_MEMORY_BUDGET: ConfigEntry[Long] =
-    SQLConf
-      .buildConf(SortMemoryBudgetKey)
-      .doc("Most bytes of records one native sort holds in memory before it writes a sorted run " +
-        "to disk. The sort also takes its memory from the task's Spark execution memory, so it " +
-        "spills earlier when Spark grants less. Read when a sort starts: the session value " +
-        "first, then the Spark conf.")
-      .version("0.1.0")
-      .bytesConf(ByteUnit.BYTE)
-      .checkValue(_ > 0, "must be positive")
-      .createWithDefaultString("64m")
+    read(MaxExecutorTempDirectorySize, task, conf)
 
   /** The memory budget of a native sort started now in `task`; see [[read]]. */
-  def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long =
-    read(SORT_MEMORY_BUDGET, "a positive byte size such as 64m", task, conf)
-
-  /** The limit for a plan created now in `task`; see [[read]]. */
-  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
-    read(MAX_TEMP_DIRECTORY_SIZE, "a non-negative byte size such as 10g", task, conf)
+  def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long = read(SortMemoryBudget, task, conf)
 
   /**
-   * The value of `entry` for something created now in `task`: the task's local property (where
-   * SQL and Dataset actions put the session conf) first, then `conf`, then the default.
+   * Checks every Spillway setting in `conf` (the driver's, at startup).
    *
-   * @throws IllegalArgumentException naming the key and the value as given if it is not
-   *     `expected`; never falls back to the default silently
+   * @return warnings about `spark.spillway.*` keys Spillway does not know, each naming the closest
+   *     known key
+   * @throws IllegalArgumentException listing every bad value, each with what to write instead
    */
-  private def read(entry: ConfigEntry[Long], expected: String, task: TaskContext, conf: SparkConf): Long =
-    Option(task.getLocalProperty(entry.key)).orElse(conf.getOption(entry.key)) match {
-      case Some(value) =>
-        try entry.valueConverter(value)
-        catch {
-          // Spark's own message shows a negative value converted ("-1073741824b"): name it as given.
-          case e: IllegalArgumentException =>
-            throw new IllegalArgumentException(
-              s"Invalid value '$value' for ${entry.key}: expected $expected (${e.getMessage})", e)
-        }
-      case None => entry.defaultValue.get
+  def validate(conf: SparkConf): Seq[String] = {
+    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption))
+    if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
+    conf.getAll.map(_._1).filter(k => k.startsWith(Prefix) && !KnownKeys.contains(k)).sorted.toSeq.map { k =>
+      s"$k is not a Spillway setting and is ignored; did you mean ${closestKnownKey(k)}? " +
+        s"(Spillway reads ${KnownKeys.mkString(", ")})"
     }
+  }
+
+  /** The known key nearest to `key` by edit distance (for a typo's warning). */
+  def closestKnownKey(key: String): String = KnownKeys.minBy(k => editDistance(k.toLowerCase(Locale.ROOT), key.toLowerCase(Locale.ROOT)))
+
+  private def editDistance(a: String, b: String): Int = {
+    var previous = Array.tabulate(b.length + 1)(identity)
+    for (i <- 1 to a.length) {
+      val current = new Array[Int](b.length + 1)
+      current(0) = i
+      for (j <- 1 to b.length) {
+        val substitution = previous(j - 1) + (if (a(i - 1) == b(j - 1)) 0 else 1)
+        current(j) = math.min(substitution, math.min(previous(j), current(j - 1)) + 1)
+      }
+      previous = current
+    }
+    previous(b.length)
+  }
+
+  /**
+   * The value of `s` for something created now in `task`: the task's local property (where SQL and
+   * Dataset actions put the session conf) first, then `conf`, then the default.
+   *
+   * @throws IllegalArgumentException naming the key and the value as given if it is not valid;
+   *     never falls back to the default silently
+   */
+  private def read(s: ByteSetting, task: TaskContext, conf: SparkConf): Long = {
+    val value = Option(task.getLocalProperty(s.key)).orElse(conf.getOption(s.key)).getOrElse(s.default)
+    parse(s, value) match {
+      case Right(bytes) => bytes
+      case Left(error) => throw new IllegalArgumentException(error)
+    }
+  }
+
+  private val Units: Map[String, Int] = Map(
+    "" -> 0, "b" -> 0, "k" -> 1, "kb" -> 1, "m" -> 2, "mb" -> 2, "g" -> 3, "gb" -> 3, "t" -> 4, "tb" -> 4,
+    "p" -> 5, "pb" -> 5)
+  private val UnitNames = Seq("b", "k", "m", "g", "t", "p")
+  private val SizePattern = """([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)""".r
+
+  /**
+   * Parses a byte size as Spark writes them (`512m`, `10g`, `100` for bytes; binary units), or
+   * `unlimited` where allowed. Every rejection says what to write instead.
+   */
+  private def parse(s: ByteSetting, raw: String): Either[String, Long] = {
+    def invalid(why: String) = Left(s"Invalid value '$raw' for ${s.key}: $why; expected ${s.expected}")
+    val value = raw.trim.toLowerCase(Locale.ROOT)
+    value match {
+      case Unlimited if s.allowUnlimited => Right(Long.MaxValue)
+      case Unlimited => invalid("this setting cannot be unlimited")
+      case v if v.startsWith("-") => invalid("must not be negative")
+      case SizePattern(number, unit) if Units.contains(unit) =>
+        val bytes = BigDecimal(number) * BigDecimal(2).pow(10 * Units(unit))
+        if (number.contains('.')) { // as in Spark's byte strings
+          val exact = UnitNames.indices.reverse.map(i => bytes / BigDecimal(2).pow(10 * i) -> UnitNames(i))
+            .collectFirst { case (n, u) if n.isWhole => s"${n.toBigInt}$u" }
+          invalid(s"fractions are not supported${exact.fold("")(e => s" (write $e)")}")
+        } else if (bytes > BigDecimal(Long.MaxValue)) {
+          invalid(s"too large: the largest size is 8191p" +
+            (if (s.allowUnlimited) s"; write $Unlimited for no limit" else ""))
+        } else if (bytes < BigDecimal(s.minimum)) {
+          invalid(if (s.minimum == 1) "must be positive" else s"must be at least ${s.minimum}")
+        } else Right(bytes.toLongExact)
+      case SizePattern(_, unit) => invalid(s"unknown unit '$unit'")
+      case _ => invalid("not a size")
+    }
+  }
 }

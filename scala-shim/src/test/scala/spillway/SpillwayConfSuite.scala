@@ -1,0 +1,91 @@
+package spillway
+
+import org.apache.spark.SparkConf
+import org.apache.spark.spillway.SpillwayConf
+import org.scalatest.funsuite.AnyFunSuite
+
+/**
+ * The settings' one parser, through the entry points users meet: the driver's startup check, a
+ * session's `spark.conf.set`, and SparkContext creation with the plugin (in a child JVM, since it
+ * must fail).
+ */
+class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
+  private val Limit = SpillwayConf.MaxTempDirectorySizeKey
+  private val ExecutorLimit = SpillwayConf.MaxExecutorTempDirectorySizeKey
+  private val Budget = SpillwayConf.SortMemoryBudgetKey
+
+  private def conf(settings: (String, String)*): SparkConf = new SparkConf(false).setAll(settings)
+
+  private def rejected(key: String, value: String): String =
+    intercept[IllegalArgumentException](SpillwayConf.validate(conf(key -> value))).getMessage
+
+  test("every bad value is rejected at the driver's check with the key, the value and what to write") {
+    val cases = Seq(
+      "10x" -> "unknown unit 'x'",
+      "-1" -> "must not be negative",
+      "1.5g" -> "fractions are not supported (write 1536m)",
+      "100000000000000000g" -> "too large: the largest size is 8191p; write unlimited for no limit",
+      "lots" -> "not a size",
+      "" -> "not a size")
+    for ((value, why) <- cases; key <- Seq(Limit, ExecutorLimit)) {
+      val message = rejected(key, value)
+      assert(message.startsWith(s"Invalid value '$value' for $key: $why; expected a byte size such as"), message)
+      assert(message.endsWith("or unlimited"), message)
+      assert(!message.contains("TYPE_MISMATCH"), message)
+    }
+    assert(rejected(Budget, "unlimited") == s"Invalid value 'unlimited' for $Budget: this setting cannot be " +
+      "unlimited; expected a positive byte size such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024)")
+    assert(rejected(Budget, "0").contains("must be positive"))
+    // Every bad value at once, not one per attempt.
+    val both = intercept[IllegalArgumentException](SpillwayConf.validate(conf(Limit -> "10x", Budget -> "0"))).getMessage
+    assert(both.contains(Limit) && both.contains(Budget), both)
+  }
+
+  test("good values: Spark's byte strings, unlimited for the limits, 0 (no spill allowed) for the limits") {
+    assert(SpillwayConf.validate(conf(Limit -> "10g", ExecutorLimit -> "unlimited", Budget -> "64m")).isEmpty)
+    assert(SpillwayConf.validate(conf(Limit -> " 8191P ", ExecutorLimit -> "0", Budget -> "1")).isEmpty)
+    assert(SpillwayConf.validate(conf(Limit -> "512mb", ExecutorLimit -> "100")).isEmpty)
+  }
+
+  test("a task reads unlimited as no limit, and the executor limit's default is unlimited") {
+    val limits = withLocalProperties(Limit -> "UNLIMITED") {
+      sc.parallelize(Seq(1), 1).map { _ =>
+        val task = org.apache.spark.TaskContext.get()
+        val env = org.apache.spark.SparkEnv.get
+        (SpillwayConf.maxTempDirectorySize(task, env.conf), SpillwayConf.maxExecutorTempDirectorySize(task, env.conf))
+      }.collect().head
+    }
+    assert(limits == (Long.MaxValue, Long.MaxValue))
+  }
+
+  test("an unknown spark.spillway.* key is a warning naming the closest known key") {
+    val warnings = SpillwayConf.validate(conf(
+      "spark.spillway.maxTempDirSize" -> "1g", "spark.spillway.sort.memoryBudjet" -> "1m", Limit -> "1g",
+      "spark.other.key" -> "x"))
+    assert(warnings.size == 2, warnings)
+    assert(warnings.head.startsWith(s"spark.spillway.maxTempDirSize is not a Spillway setting and is ignored; did you mean $Limit?"))
+    assert(warnings(1).startsWith(s"spark.spillway.sort.memoryBudjet is not a Spillway setting and is ignored; did you mean $Budget?"))
+  }
+
+  test("a session value is checked when it is set, with the same message") {
+    val e = intercept[IllegalArgumentException](spark.conf.set(Limit, "1.5g"))
+    assert(TestFiles.causeChain(e).exists(_.getMessage.contains(s"Invalid value '1.5g' for $Limit: fractions are not supported (write 1536m)")), e)
+    spark.conf.set(Limit, "unlimited")
+    try assert(spark.conf.get(Limit) == "unlimited")
+    finally spark.conf.unset(Limit)
+  }
+
+  test("with the plugin, a bad value fails SparkContext creation at once, before any executor starts") {
+    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
+      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m") ++
+        sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p"),
+      Seq("bad-conf", Limit, "100000000000000000g"))
+    val errors = result.output.linesIterator.filter(_.startsWith("error=")).toSeq
+    withClue(result.output) {
+      assert(result.exitCode == 0)
+      assert(!result.output.contains("started=true"))
+      assert(errors.exists(_.contains(s"Invalid value '100000000000000000g' for $Limit: too large")), errors)
+      assert(!result.output.contains("executorPluginStarted=true"), "no executor plugin ran")
+    }
+  }
+}
