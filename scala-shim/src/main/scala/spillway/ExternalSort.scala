@@ -20,7 +20,7 @@ final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val m
   private val lock = new ReentrantReadWriteLock
   @volatile private var closed = false
   // The stats read last, so that they survive the sort's release.
-  @volatile private var lastStats = ExternalSort.Stats(0, 0, 0, 0, 0)
+  @volatile private var lastStats = ExternalSort.Stats(0, 0, 0, 0, 0, 0, 0)
 
   /**
    * Copies the records of `batch[offset, offset + length)` into the sort; the buffer may be reused
@@ -54,9 +54,9 @@ final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val m
   /** The sort's counters now, or the last ones read before it was closed. */
   def stats: ExternalSort.Stats = {
     ifOpen(()) { () =>
-      val out = new Array[Long](5)
+      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
       NativeSpill.sortStats(handle, out)
-      lastStats = ExternalSort.Stats(out(0), out(1), out(2), out(3), out(4))
+      lastStats = ExternalSort.Stats(out(0), out(1), out(2), out(3), out(4), out(5), out(6))
     }
     lastStats
   }
@@ -108,9 +108,14 @@ object ExternalSort {
   /**
    * @param records records added
    * @param runs sorted runs spilled to disk
-   * @param spilledBytes bytes written to run files
-   * @param spilledMemory bytes of memory freed by spills
+   * @param spilledBytes bytes the run files take on disk: compressed, encrypted, framed (Spark's
+   *     diskBytesSpilled)
+   * @param spilledMemory bytes of memory freed by spills (Spark's memoryBytesSpilled)
    * @param memoryUsed bytes of memory held now
+   * @param spilledLogicalBytes the records' bytes written to run files, before compression
+   * @param mergePasses passes of the merge over spilled data: 0 with nothing spilled, 1 for one
+   *     merge, more when the runs were too many for one
    */
-  final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long)
+  final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long,
+      spilledLogicalBytes: Long, mergePasses: Long)
 }

@@ -9,14 +9,37 @@ import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 
 /**
  * A spill file of a [[SpillPlan]]. Every write goes through the native library, so the plan's limit
- * holds: a write that would exceed it fails with [[SpillLimitExceededException]] and writes nothing.
+ * holds: a write that would exceed it fails with [[SpillLimitExceededException]]. A raw file
+ * ([[SpillPlan.createTmpFile]]) holds the bytes as written, each write all or nothing. A framed
+ * file ([[SpillPlan.createFramedFile]], `framed`) is compressed and, with
+ * `spark.io.encryption.enabled`, encrypted by the library, chunk by chunk as they fill (a failed
+ * chunk leaves the file unusable: release it); [[inputStream]] decodes it.
  */
-final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String) {
+final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String, val framed: Boolean) {
   private val released = new AtomicBoolean(false)
   private val written = new AtomicLong
 
-  /** Bytes written to this file. */
+  /** Bytes written to this file (before compression, for a framed file). */
   def bytesWritten: Long = written.get
+
+  /** Bytes this file takes on disk: compressed and framed for a framed file (what the limit counts). */
+  def bytesOnDisk: Long = plan.withOpenPlan { () =>
+    if (!framed) written.get
+    else {
+      val sizes = new Array[Long](2)
+      NativeSpill.fileSizes(handle, sizes)
+      sizes(1)
+    }
+  }
+
+  /**
+   * Ends a framed file's writing: its last chunk is written, and it takes no more writes.
+   * [[inputStream]] calls it. Idempotent; does nothing for a raw file.
+   */
+  def finishWrite(): Unit = plan.withOpenPlan { () =>
+    if (released.get) throw new IllegalStateException(s"spill file $path is released")
+    if (framed) NativeSpill.finishWrite(handle)
+  }
 
   /**
    * Appends `length` bytes of `buf` from the absolute index `offset` (the buffer's position is
@@ -44,12 +67,17 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
   def channel(): WritableByteChannel = new SpillChannel(this)
 
   /**
-   * Reads the file from the start. Operators read spilled data back through here so that a future
-   * transparent encoding (encryption, compression) stays invisible to them.
+   * Reads the file from the start. Operators read spilled data back through here, so the encoding
+   * stays invisible to them: a framed file is finished first ([[finishWrite]]: no more writes), then
+   * decoded by the library, chunk by chunk with read-ahead; a chunk that was changed, cut or
+   * spliced fails the read with an IOException naming the file and the chunk, never wrong bytes.
    */
   def inputStream(): InputStream = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
-    Files.newInputStream(Paths.get(path))
+    if (framed) {
+      NativeSpill.finishWrite(handle)
+      new FramedInputStream(plan, NativeSpill.openReader(handle), path)
+    } else Files.newInputStream(Paths.get(path))
   }
 
   /**
@@ -119,6 +147,44 @@ private final class SpillOutputStream(file: SpillFile, bufferSize: Int) extends 
   }
 
   private def ensureOpen(): Unit = if (closed) throw new IOException(s"stream to $file is closed")
+}
+
+/** Reads a framed file through the library into a direct buffer (read in place, no JNI copy). */
+private final class FramedInputStream(plan: SpillPlan, reader: Long, path: String) extends InputStream {
+  private val buffer = ByteBuffer.allocateDirect(SpillFile.DefaultBufferSize)
+  private var pos, end = 0
+  private var eof, closed = false
+
+  override def read(): Int = if (!fill()) -1 else { pos += 1; buffer.get(pos - 1) & 0xff }
+
+  override def read(b: Array[Byte], off: Int, len: Int): Int = {
+    Objects.checkFromIndexSize(off, len, b.length)
+    if (len == 0) 0
+    else if (!fill()) -1
+    else {
+      val n = math.min(len, end - pos)
+      buffer.get(pos, b, off, n)
+      pos += n
+      n
+    }
+  }
+
+  override def available(): Int = end - pos
+
+  /** True when buffer[pos, end) holds bytes, reading more if needed; false at the end. */
+  private def fill(): Boolean = {
+    if (closed) throw new IOException(s"stream of $path is closed")
+    if (pos < end) return true
+    if (eof) return false
+    val n = plan.withOpenPlan(() => NativeSpill.read(reader, buffer, 0, buffer.capacity()))
+    if (n < 0) { eof = true; false }
+    else { pos = 0; end = n; true }
+  }
+
+  override def close(): Unit = if (!closed) {
+    closed = true
+    plan.ifOpen(() => NativeSpill.closeReader(reader)) // a closed plan closed its readers
+  }
 }
 
 private final class SpillChannel(file: SpillFile) extends WritableByteChannel {

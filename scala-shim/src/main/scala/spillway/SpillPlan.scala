@@ -31,8 +31,21 @@ final class SpillPlan private (
    * @throws java.io.IOException if no local dir is usable (the message names them)
    * @throws IllegalStateException if the plan is closed
    */
-  def createTmpFile(): SpillFile = withOpenPlan { () =>
-    val file = NativeSpill.createTmpFile(handle)
+  def createTmpFile(): SpillFile = create(framed = false)
+
+  /**
+   * Creates a framed spill file: what is written to it is compressed and, when
+   * `spark.io.encryption.enabled`, encrypted by the library in the executor's format
+   * (`spark.spillway.compression.codec`), and [[SpillFile.inputStream]] decodes it. The plan's
+   * limit and [[usedDiskSpace]] count its bytes on disk.
+   *
+   * @throws java.io.IOException if no local dir is usable (the message names them)
+   * @throws IllegalStateException if the plan is closed
+   */
+  def createFramedFile(): SpillFile = create(framed = true)
+
+  private def create(framed: Boolean): SpillFile = withOpenPlan { () =>
+    val file = if (framed) NativeSpill.createFramedFile(handle) else NativeSpill.createTmpFile(handle)
     val path =
       try NativeSpill.path(file)
       catch {
@@ -43,7 +56,7 @@ final class SpillPlan private (
     SpillwayMetrics.filesCreated.increment()
     if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.increment()
     if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.increment()
-    new SpillFile(this, file, path)
+    new SpillFile(this, file, path, framed)
   }
 
   /**

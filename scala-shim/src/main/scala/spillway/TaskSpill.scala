@@ -115,6 +115,13 @@ object TaskSpill {
     val current = registered
     if (current != null && (current.owner eq owner)) return current
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
+    owner match {
+      // The executor's spill file format, set once per SparkEnv: plans created from now on take it.
+      case env: SparkEnv =>
+        val f = SpillwayConf.spillFormat(env.conf)
+        NativeSpill.configureFormat(f.codec, f.zstdLevel, f.encrypt, f.keyBits)
+      case _ =>
+    }
     val paths = dirs().clone()
     val next = new LocalDirs(owner, paths, NativeSpill.registerLocalDirs(paths))
     registered = next

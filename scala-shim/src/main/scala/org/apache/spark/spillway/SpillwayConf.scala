@@ -42,8 +42,55 @@ object SpillwayConf {
 
   private val settings = Seq(MaxTempDirectorySize, MaxExecutorTempDirectorySize, SortMemoryBudget)
 
+  // ---- The spill file format: executor-wide, read once per executor (SparkEnv). ----
+
+  val CompressionCodecKey: String = "spark.spillway.compression.codec"
+  val ZstdLevelKey: String = "spark.spillway.compression.zstd.level"
+  /** The codecs of native spill files. */
+  val Codecs: Seq[String] = Seq("none", "lz4", "zstd")
+
+  /**
+   * How native spill files are written: `codec` (none, lz4, zstd), `zstdLevel`, and whether they
+   * are encrypted, with a key of `keyBits`.
+   */
+  final case class SpillFormat(codec: String, zstdLevel: Int, encrypt: Boolean, keyBits: Int)
+
+  /**
+   * The spill file format of an executor with `conf`: `spark.spillway.compression.codec` (default
+   * lz4, as Spark's spills; `none` when `spark.shuffle.spill.compress` is false),
+   * `spark.spillway.compression.zstd.level` (default Spark's `spark.io.compression.zstd.level`, 1),
+   * and encryption as Spark's own: on with `spark.io.encryption.enabled`, the key size from
+   * `spark.io.encryption.keySizeBits` (128 by default). The key itself is made in the executor's
+   * memory and never written anywhere.
+   *
+   * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
+   */
+  def spillFormat(conf: SparkConf): SpillFormat = {
+    formatErrors(conf).headOption.foreach(e => throw new IllegalArgumentException(e))
+    val codec =
+      if (!conf.getBoolean("spark.shuffle.spill.compress", true)) "none"
+      else conf.get(CompressionCodecKey, "lz4").trim.toLowerCase(Locale.ROOT)
+    SpillFormat(codec, zstdLevel(conf).getOrElse(1), conf.getBoolean("spark.io.encryption.enabled", false),
+      conf.getInt("spark.io.encryption.keySizeBits", 128))
+  }
+
+  private def zstdLevel(conf: SparkConf): Option[Int] =
+    conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).map(_.trim).flatMap(_.toIntOption)
+
+  private def formatErrors(conf: SparkConf): Seq[String] = {
+    val codec = conf.getOption(CompressionCodecKey).filterNot(c => Codecs.contains(c.trim.toLowerCase(Locale.ROOT))).map { c =>
+      s"Invalid value '$c' for $CompressionCodecKey: expected one of ${Codecs.mkString(", ")}"
+    }
+    val level = conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).filter { v =>
+      v.trim.toIntOption.forall(l => l < 1 || l > 22)
+    }.map(v => s"Invalid zstd level '$v' for $ZstdLevelKey: expected an integer from 1 to 22")
+    val bits = conf.getOption("spark.io.encryption.keySizeBits").filter(v => !Set("128", "192", "256").contains(v.trim))
+      .map(v => s"Invalid value '$v' for spark.io.encryption.keySizeBits: expected 128, 192 or 256")
+    (codec ++ level ++ bits).toSeq
+  }
+
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
-  val KnownKeys: Seq[String] = settings.map(_.key)
+  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey)
 
   // Registered through SQLConf.buildConf (a ConfigBuilder that also registers with SQLConf) so that
   // `spark.conf.set`/`SET` accept the keys per session (Spark rejects session-level changes of
@@ -98,7 +145,7 @@ object SpillwayConf {
    * @throws IllegalArgumentException listing every bad value, each with what to write instead
    */
   def validate(conf: SparkConf): Seq[String] = {
-    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption))
+    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++ formatErrors(conf)
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
     conf.getAll.map(_._1).filter(k => k.startsWith(Prefix) && !KnownKeys.contains(k)).sorted.toSeq.map { k =>
       s"$k is not a Spillway setting and is ignored; did you mean ${closestKnownKey(k)}? " +
