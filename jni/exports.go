@@ -152,7 +152,7 @@ func Java_spillway_NativeSpill_releaseTmpFile(env *C.JNIEnv, _ C.jclass, file C.
 func Java_spillway_NativeSpill_noop(*C.JNIEnv, C.jclass) {}
 
 // statsLen is how many longs stats fills, in the order of plan.Stats.
-const statsLen = 9
+const statsLen = 10
 
 //export Java_spillway_NativeSpill_stats
 func Java_spillway_NativeSpill_stats(env *C.JNIEnv, _ C.jclass, out C.jlongArray) {
@@ -165,7 +165,7 @@ func Java_spillway_NativeSpill_stats(env *C.JNIEnv, _ C.jclass, out C.jlongArray
 	vals := [statsLen]C.jlong{
 		C.jlong(st.LivePlans), C.jlong(st.PlansSpilled), C.jlong(st.DirsCreated), C.jlong(st.FilesCreated),
 		C.jlong(st.BytesWritten), C.jlong(st.LimitFailures), C.jlong(st.FSErrors), C.jlong(st.BytesInUse),
-		C.jlong(st.GoHeapBytes),
+		C.jlong(st.GoHeapBytes), C.jlong(st.LogicalBytesWritten),
 	}
 	C.spillway_set_longs(env, out, &vals[0], statsLen)
 }

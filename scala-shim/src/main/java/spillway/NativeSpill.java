@@ -217,13 +217,15 @@ public final class NativeSpill {
   public static native void releasePlan(long plan) throws IOException;
 
   /** How many longs {@link #stats} fills. */
-  public static final int STATS_LENGTH = 9;
+  public static final int STATS_LENGTH = 10;
 
   /**
-   * Fills {@code out[0..8]} with this JVM's counters: live plans, plans that spilled, plan
-   * directories created, spill files created, bytes written to spill files, writes refused by a
-   * limit, failed filesystem calls, bytes in live spill files now, and bytes of the library's Go
-   * heap (outside the Java heap: count it in spark.executor.memoryOverhead).
+   * Fills {@code out[0..9]} with this JVM's counters: live plans, plans that spilled, plan
+   * directories created, spill files created, bytes written to spill files (on disk: compressed
+   * and framed), writes refused by a limit, failed filesystem calls, bytes in live spill files now,
+   * bytes of the library's Go heap (outside the Java heap: count it in
+   * spark.executor.memoryOverhead), and the plain bytes written to framed files and sort runs
+   * (before compression).
    */
   public static native void stats(long[] out);
 

@@ -117,9 +117,10 @@ object SpillwayPlugin {
     "limitFailures",
     "filesystemErrors",
     "bytesInUse",
-    "goHeapBytes")
+    "goHeapBytes",
+    "logicalBytesSpilled")
 
-  /** How long the metrics reuse one read of the counters: a reporter's poll makes one JNI call, not nine. */
+  /** How long the metrics reuse one read of the counters: a reporter's poll makes one JNI call, not one per metric. */
   val MetricsMaxAgeNanos: Long = 1000L * 1000 * 1000
 
   /** How long a failing executor waits for the driver to take its report before it exits anyway. */
@@ -194,7 +195,8 @@ object SpillwayPlugin {
    * so that sinks report them as counters (a rate, not a level); the others are gauges.
    */
   val CounterNames: Set[String] =
-    Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")
+    Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors",
+      "logicalBytesSpilled")
 
   /**
    * Registers one metric per counter of [[NativeSpill.stats]] in `registry` (a counter for

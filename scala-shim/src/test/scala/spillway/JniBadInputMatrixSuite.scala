@@ -371,7 +371,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     val longer = Array.fill(NativeSpill.STATS_LENGTH + 3)(-7L)
     NativeSpill.stats(longer)
     assert(longer(0) >= 2, "P and Q are live")
-    assert(longer.drop(NativeSpill.STATS_LENGTH).forall(_ == -7L), "stats wrote past its 9 longs")
+    assert(longer.drop(NativeSpill.STATS_LENGTH).forall(_ == -7L), "stats wrote past its STATS_LENGTH longs")
   }
 
   test("sweepOrphans: null, empty, null element, empty, relative, NUL and duplicate dirs") {

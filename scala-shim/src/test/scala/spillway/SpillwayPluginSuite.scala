@@ -111,7 +111,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
     assert(SpillwayPluginMetrics.counterNames().contains(
-      Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors")),
+      Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors",
+        "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
     // Two tasks spill 1 MiB each; one of them then tries a write over its plan's limit.
@@ -145,6 +146,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
       assert(delta("dirsCreated") == 2)
       assert(delta("spillFiles") == 2)
       assert(delta("bytesSpilled") == 2 * MiB)
+      assert(delta("logicalBytesSpilled") == 0, "raw files: only framed files and sort runs have plain bytes of their own")
       assert(delta("limitFailures") == 1)
       assert(delta("filesystemErrors") >= 1)
       assert(delta("livePlans") == 0 && delta("bytesInUse") == 0, "the tasks' plans are released")
