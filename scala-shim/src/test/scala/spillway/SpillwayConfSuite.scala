@@ -47,6 +47,28 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     assert(SpillwayConf.validate(conf(Limit -> "512mb", ExecutorLimit -> "100")).isEmpty)
   }
 
+  test("the spill file format: Spark's switches and ours, defaults, and every bad value named") {
+    import SpillwayConf.{CompressionCodecKey, SpillFormat, ZstdLevelKey}
+    assert(SpillwayConf.spillFormat(conf()) == SpillFormat("lz4", 1, encrypt = false, keyBits = 128), "lz4 as Spark")
+    assert(SpillwayConf.spillFormat(conf("spark.shuffle.spill.compress" -> "false")).codec == "none")
+    assert(SpillwayConf.spillFormat(conf(CompressionCodecKey -> " ZSTD ", "spark.io.compression.zstd.level" -> "5")) ==
+      SpillFormat("zstd", 5, encrypt = false, keyBits = 128), "the zstd level follows Spark's by default")
+    assert(SpillwayConf.spillFormat(conf(ZstdLevelKey -> "9", "spark.io.compression.zstd.level" -> "5")).zstdLevel == 9)
+    assert(SpillwayConf.spillFormat(conf("spark.io.encryption.enabled" -> "true", "spark.io.encryption.keySizeBits" -> "256")) ==
+      SpillFormat("lz4", 1, encrypt = true, keyBits = 256))
+    for ((k, v, want) <- Seq(
+      (CompressionCodecKey, "snappy", "none, lz4, zstd"),
+      (ZstdLevelKey, "0", "1 to 22"),
+      (ZstdLevelKey, "fast", "1 to 22"),
+      ("spark.io.encryption.keySizeBits", "512", "128, 192 or 256"))) {
+      val m = rejected(k, v)
+      assert(m.contains(k) && m.contains(v) && m.contains(want), m)
+      val atTask = intercept[IllegalArgumentException](SpillwayConf.spillFormat(conf(k -> v))).getMessage
+      assert(atTask == m, "the executor refuses it with the driver's message")
+    }
+    assert(SpillwayConf.validate(conf(CompressionCodecKey -> "zstd", ZstdLevelKey -> "3")).isEmpty, "known keys, no warning")
+  }
+
   test("a task reads unlimited as no limit, and the executor limit's default is unlimited") {
     val limits = withLocalProperties(Limit -> "UNLIMITED") {
       sc.parallelize(Seq(1), 1).map { _ =>
