@@ -16,10 +16,12 @@ import org.apache.logging.log4j.core.config.Property
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.{QueryExecution, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
-import org.apache.spark.sql.functions.col
+import org.apache.spark.sql.functions.{col, udf}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.QueryExecutionListener
-import org.apache.spark.spillway.SpillwayConf
+import org.apache.spark.TaskContext
+import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
+import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog, SpillwayConf}
 import org.scalatest.funsuite.AnyFunSuite
 
 import spillway.{LocalSpark, TaskSpill, TestFiles}
@@ -48,7 +50,7 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     spark.createDataFrame(sc.parallelize(randomRows(12000, seed = 42), 3), schema).createOrReplaceTempView("t")
   }
 
-  private final case class Run(rows: Seq[Row], plan: SparkPlan) {
+  private final class Run(val rows: Seq[Row], val plan: SparkPlan) {
     def sparkSorts: Int = collect(plan) { case s: SortExec => s }.size
     def nativeSorts: Seq[SpillwaySortExec] = collect(plan) { case s: SpillwaySortExec => s }
     def metric(name: String): Long = nativeSorts.map(_.metrics(name).value).sum
@@ -64,7 +66,7 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     withConfs((Enabled -> enabled.toString) +: confs: _*) {
       val df = query
       val rows = df.collect().toSeq
-      Run(rows, df.queryExecution.executedPlan)
+      new Run(rows, df.queryExecution.executedPlan)
     }
 
   /**
@@ -102,10 +104,12 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
   private val orderings = Seq("ASC NULLS FIRST", "ASC NULLS LAST", "DESC NULLS FIRST", "DESC NULLS LAST")
 
   test("ORDER BY each supported type (the four direction and null orderings in turn): Spark's order; the node in explain before running") {
-    for ((column, n) <- sortableColumns.zipWithIndex) {
-      val ordering = orderings(n % 4)
-      withClue(s"ORDER BY $column $ordering: ") {
-        compare(Seq(column))(spark.sql(s"SELECT * FROM t ORDER BY $column $ordering"))
+    // Two keys a query: each column's special values tie often, so the second key decides a lot.
+    val pairs = (sortableColumns :+ "str").grouped(2).toSeq
+    for ((Seq(first, second), n) <- pairs.zipWithIndex) {
+      val order = s"$first ${orderings(n % 4)}, $second ${orderings((n + 1) % 4)}"
+      withClue(s"ORDER BY $order: ") {
+        compare(Seq(first, second))(spark.sql(s"SELECT * FROM t ORDER BY $order"))
       }
     }
     // Adaptive execution shows its initial plan before running: the native sort is already there.
@@ -128,6 +132,42 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     val inMemory = compare(keys)(spark.sql(s"SELECT * FROM t ORDER BY $order"))
     assert(inMemory.metric("runsSpilled") == 0)
     assert(inMemory.metric("peakMemory") > 0)
+  }
+
+  test("task metrics: the native sort's spills count in the tasks' memory and disk bytes spilled") {
+    val memorySpilled = new java.util.concurrent.atomic.AtomicLong
+    val diskSpilled = new java.util.concurrent.atomic.AtomicLong
+    val listener = new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit = if (end.taskMetrics != null) {
+        memorySpilled.addAndGet(end.taskMetrics.memoryBytesSpilled)
+        diskSpilled.addAndGet(end.taskMetrics.diskBytesSpilled)
+      }
+    }
+    ListenerBusProbe.drain(sc)
+    sc.addSparkListener(listener)
+    val on =
+      try {
+        val on = run(enabled = true, Budget -> "64k")(spark.sql("SELECT * FROM t ORDER BY str DESC, dec38"))
+        ListenerBusProbe.drain(sc)
+        on
+      } finally sc.removeSparkListener(listener)
+    assert(on.metric("runsSpilled") > 0)
+    assert(diskSpilled.get > 0)
+    assert(memorySpilled.get == on.metric("spillSize"), s"task metrics ${memorySpilled.get}, SQL metric ${on.metric("spillSize")}")
+    assertNothingLeft()
+  }
+
+  test("Spark makes the native sort spill while its output is read (another consumer needs the memory)") {
+    // Three times while the rows are read, a consumer asks for more memory than the executor has:
+    // Spark spills the task's other consumers, the sort among them, before it gives up. One
+    // partition of all rows, so that the sort holds more than the read buffer a spill would cost.
+    val hog = udf { (id: Long) =>
+      if (id % 4000 == 0) MemoryHog.grabAndRelease(TaskContext.get())
+      id
+    }.asNondeterministic()
+    val on = compare(Seq("str", "d"))(
+      spark.table("t").coalesce(1).sortWithinPartitions(col("str").desc, col("d")).select(hog(col("id")).as("id"), col("str"), col("d")))
+    assert(on.metric("runsSpilled") > 0, "Spark did not make the native sort spill")
   }
 
   test("without adaptive execution too (the pre-columnar rule alone)") {
@@ -175,8 +215,7 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
         captured.set(null)
         val path = out.resolve(s"enabled-$enabled").toString
         spark.table("t").select("id", "b", "str", "d", "dec38").write.partitionBy("b").parquet(path)
-        var waited = 0
-        while (captured.get == null && waited < 600) { Thread.sleep(100); waited += 1 } // the listener bus is asynchronous
+        ListenerBusProbe.drain(sc) // listeners are called asynchronously
         assert(captured.get != null, "the write's plan was not reported")
         (spark.read.parquet(path).collect().toSeq, captured.get.executedPlan)
       }
