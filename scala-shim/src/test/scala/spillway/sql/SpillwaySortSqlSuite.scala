@@ -170,6 +170,12 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     assert(on.metric("runsSpilled") > 0, "Spark did not make the native sort spill")
   }
 
+  test("rows larger than a batch: the buffers grow, the order holds") {
+    // Under a 64k budget a batch is 16 KiB: rows of 100 to 200 KB pass it on the way in and on the way out.
+    compare(Seq("k"), Budget -> "64k")(spark.sql(
+      "SELECT id % 7 AS k, repeat(cast(id AS string), 100000) AS big FROM range(0, 40, 1, 2) ORDER BY k DESC, big"))
+  }
+
   test("without adaptive execution too (the pre-columnar rule alone)") {
     val on = compare(Seq("dec18", "tsntz"), "spark.sql.adaptive.enabled" -> "false", Budget -> "64k")(
       spark.sql("SELECT * FROM t ORDER BY dec18 DESC NULLS LAST, tsntz"))
