@@ -16,6 +16,7 @@ import org.apache.logging.log4j.core.config.Property
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.{QueryExecution, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
+import org.apache.spark.sql.execution.joins.SortMergeJoinExec
 import org.apache.spark.sql.functions.{col, udf}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.QueryExecutionListener
@@ -195,6 +196,26 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     assert(on.nativeSorts.size == 2)
     assert(on.plan.toString.contains("SortMergeJoin"))
     assert(on.metric("runsSpilled") > 0)
+  }
+
+  test("adaptive skew-join handling still splits a skewed sort-merge join") {
+    // Spark's own skew test setup: a quarter of each side's keys on one value. The rule runs after
+    // OptimizeSkewedJoin among the stage preparation rules, so the join must still be split.
+    val skewConfs = Seq("spark.sql.autoBroadcastJoinThreshold" -> "-1",
+      "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes" -> "100",
+      "spark.sql.adaptive.advisoryPartitionSizeInBytes" -> "100",
+      "spark.sql.adaptive.coalescePartitions.minPartitionNum" -> "1",
+      "spark.sql.shuffle.partitions" -> "100")
+    def skewed(): DataFrame = {
+      val left = spark.range(0, 1000, 1, 10).selectExpr("CASE WHEN id < 250 THEN 249 WHEN id >= 750 THEN 1000 ELSE id END AS key1", "id AS value1")
+      val right = spark.range(0, 1000, 1, 10).selectExpr("CASE WHEN id < 250 THEN 249 ELSE id END AS key2", "id AS value2")
+      left.join(right, col("key1") === col("key2"))
+    }
+    def skewJoins(run: Run): Int = collect(run.plan) { case j: SortMergeJoinExec if j.isSkewJoin => j }.size
+    val off = run(enabled = false, skewConfs: _*)(skewed())
+    val on = compare(Seq.empty, skewConfs: _*)(skewed())
+    assert(skewJoins(off) == 1, off.plan.toString)
+    assert(skewJoins(on) == 1, on.plan.toString)
   }
 
   test("window functions: the same ranks and running sums") {
