@@ -1,0 +1,283 @@
+package spillway.sql
+
+import java.math.{BigInteger, RoundingMode}
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.SortOrder
+import org.apache.spark.sql.catalyst.util.CollationFactory
+import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
+
+/**
+ * Encodes the sort keys of a row as bytes whose unsigned lexicographic order is Spark's order of
+ * the keys (`SortOrder` with its direction and null ordering), so that the native sort stays a
+ * byte sort that knows nothing of Spark's types. The format is described in
+ * docs/sql-sort-key-encoding.md; in short, per key: a null-flag byte, then for a non-null value an
+ * order-preserving, prefix-free encoding of it, with every byte inverted when descending.
+ *
+ * @param keys the data type, direction and null ordering of each key, in sort order
+ */
+final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key]) extends Serializable {
+  import SortKeyEncoder._
+
+  private val fields: Array[FieldEncoder] = keys.map(k => fieldEncoder(k.dataType)).toArray
+  private val descending: Array[Boolean] = keys.map(!_.ascending).toArray
+  private val nullFlags: Array[Byte] = keys.map(k => if (k.nullsFirst) NullFirst else NullLast).toArray
+
+  /** Appends the encoding of `keyRow`'s fields 0 until keys.size (the key values) to `out`. */
+  def encode(keyRow: InternalRow, out: KeyBuffer): Unit = {
+    var i = 0
+    while (i < fields.length) {
+      if (keyRow.isNullAt(i)) out.put(nullFlags(i))
+      else {
+        out.put(NotNull)
+        val start = out.length
+        fields(i).write(keyRow, i, out)
+        if (descending(i)) out.invert(start)
+      }
+      i += 1
+    }
+  }
+
+  /** The encoding of `keyRow` as a fresh array (for tests and tools; the sort reuses a buffer). */
+  def encode(keyRow: InternalRow): Array[Byte] = {
+    val out = new KeyBuffer(16)
+    encode(keyRow, out)
+    java.util.Arrays.copyOf(out.bytes, out.length)
+  }
+}
+
+object SortKeyEncoder {
+
+  /** One sort key: its type and how it sorts. */
+  final case class Key(dataType: DataType, ascending: Boolean, nullsFirst: Boolean)
+
+  object Key {
+    def apply(order: SortOrder): Key =
+      Key(order.dataType, order.isAscending, order.nullOrdering == org.apache.spark.sql.catalyst.expressions.NullsFirst)
+  }
+
+  // Null flags: a null sorts before every value (0x00 < 0x01) or after it (0x02 > 0x01), whatever
+  // the direction, as SortOrder's null ordering is independent of it.
+  private val NullFirst: Byte = 0x00
+  private val NotNull: Byte = 0x01
+  private val NullLast: Byte = 0x02
+
+  /**
+   * Why a key of type `dataType` cannot be encoded, or None if it can. The encodable types are the
+   * atomic ones whose Spark ordering is a total order on a fixed representation.
+   */
+  def unsupportedReason(dataType: DataType): Option[String] = dataType match {
+    case st: StringType if !binaryOrdered(st) =>
+      Some(s"strings under collation ${CollationFactory.fetchCollation(st.collationId).collationName} do not sort by their bytes")
+    case _ if isSupported(dataType) => None
+    case _: ArrayType | _: StructType | _: MapType =>
+      Some(s"nested type ${dataType.catalogString} (only atomic types are encoded)")
+    case other => Some(s"type ${other.catalogString} is not encoded")
+  }
+
+  def isSupported(dataType: DataType): Boolean = dataType match {
+    case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
+    case _: DecimalType => true
+    case st: StringType => binaryOrdered(st)
+    case BinaryType | DateType | TimestampType | TimestampNTZType | NullType => true
+    case _: YearMonthIntervalType | _: DayTimeIntervalType | _: TimeType => true
+    case _ => false
+  }
+
+  // UTF8_BINARY (the default) orders strings by their UTF-8 bytes; other collations do not.
+  private def binaryOrdered(st: StringType): Boolean =
+    CollationFactory.fetchCollation(st.collationId).supportsBinaryOrdering
+
+  private def fieldEncoder(dataType: DataType): FieldEncoder = dataType match {
+    case BooleanType => BooleanEncoder
+    case ByteType => ByteEncoder
+    case ShortType => ShortEncoder
+    // Dates and year-month intervals are ints, times, timestamps and day-time intervals longs,
+    // ordered as such by Spark.
+    case IntegerType | DateType | _: YearMonthIntervalType => IntEncoder
+    case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType | _: TimeType => LongEncoder
+    case FloatType => FloatEncoder
+    case DoubleType => DoubleEncoder
+    case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS => new CompactDecimalEncoder(d.precision, d.scale)
+    case d: DecimalType => new WideDecimalEncoder(d.precision, d.scale)
+    case st: StringType if binaryOrdered(st) => StringEncoder
+    case BinaryType => BinaryEncoder
+    case NullType => NullEncoder // always null: only the flag is written
+    case other => throw new IllegalArgumentException(s"cannot encode a sort key: ${unsupportedReason(other).getOrElse(other.sql)}")
+  }
+
+  private sealed abstract class FieldEncoder extends Serializable {
+    def write(row: InternalRow, ordinal: Int, out: KeyBuffer): Unit
+  }
+
+  private object BooleanEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put(if (row.getBoolean(i)) 1.toByte else 0.toByte)
+  }
+
+  // Two's complement with the sign bit flipped, big-endian: negative values first.
+  private object ByteEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put((row.getByte(i) ^ 0x80).toByte)
+  }
+
+  private object ShortEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val v = row.getShort(i) ^ 0x8000
+      out.put((v >>> 8).toByte)
+      out.put(v.toByte)
+    }
+  }
+
+  private object IntEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putInt(row.getInt(i) ^ Int.MinValue)
+  }
+
+  private object LongEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putLong(row.getLong(i) ^ Long.MinValue)
+  }
+
+  // Spark's order of floating point values: -0.0 equals 0.0, NaN equals NaN and is greater than
+  // every other value (+Inf included). Normalise both, then map the IEEE bits to an unsigned order:
+  // negative values have all bits inverted, the others only the sign bit.
+  private object FloatEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val f = row.getFloat(i)
+      val bits = if (f == 0.0f) 0 else java.lang.Float.floatToIntBits(f) // canonical NaN: 0x7fc00000
+      out.putInt(if (bits < 0) ~bits else bits ^ Int.MinValue)
+    }
+  }
+
+  private object DoubleEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val d = row.getDouble(i)
+      val bits = if (d == 0.0d) 0L else java.lang.Double.doubleToLongBits(d)
+      out.putLong(if (bits < 0) ~bits else bits ^ Long.MinValue)
+    }
+  }
+
+  // All values of a decimal column share the column's scale, so the unscaled values order them.
+  // Up to 18 digits the unscaled value is a long.
+  private final class CompactDecimalEncoder(precision: Int, scale: Int) extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val d = row.getDecimal(i, precision, scale)
+      val v = if (d.scale == scale) d.toUnscaledLong else unscaled(d, scale).longValueExact()
+      out.putLong(v ^ Long.MinValue)
+    }
+  }
+
+  // Up to 38 digits (Spark's maximum) the unscaled value fits in 128 bits: written as a 16-byte
+  // two's complement, sign bit flipped, like the fixed-width integers.
+  private final class WideDecimalEncoder(precision: Int, scale: Int) extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val bytes = unscaled(row.getDecimal(i, precision, scale), scale).toByteArray // minimal, big-endian
+      if (bytes.length > 16) {
+        throw new IllegalArgumentException(s"decimal($precision,$scale) value has more than 128 bits")
+      }
+      val sign = if (bytes(0) < 0) 0xff.toByte else 0.toByte
+      var pad = 16 - bytes.length
+      val start = out.length
+      while (pad > 0) { out.put(sign); pad -= 1 }
+      out.put(bytes, 0, bytes.length)
+      out.bytes(start) = (out.bytes(start) ^ 0x80).toByte
+    }
+  }
+
+  private def unscaled(d: Decimal, scale: Int): BigInteger = {
+    val big = d.toJavaBigDecimal
+    (if (big.scale == scale) big else big.setScale(scale, RoundingMode.UNNECESSARY)).unscaledValue
+  }
+
+  // Strings (UTF-8 bytes: Spark's binary collation compares them unsigned, like binary values):
+  // each 0x00 byte is escaped as 0x00 0xFF and the value ends with 0x00 0x01, so that no encoding
+  // is a prefix of another, a value sorts before its extensions, and inverting every byte reverses
+  // the order exactly (needed for descending keys).
+  private object StringEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val s = row.getUTF8String(i)
+      out.putEscaped(s.getBaseObject, s.getBaseOffset, s.numBytes)
+    }
+  }
+
+  private object BinaryEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
+      val b = row.getBinary(i)
+      out.putEscaped(b, Platform.BYTE_ARRAY_OFFSET.toLong, b.length)
+    }
+  }
+
+  private object NullEncoder extends FieldEncoder {
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = ()
+  }
+}
+
+/** A growable byte buffer the keys are encoded into; reused for every row of a sort. */
+final class KeyBuffer(initialCapacity: Int) {
+  var bytes: Array[Byte] = new Array[Byte](math.max(initialCapacity, 16))
+  var length: Int = 0
+
+  def reset(): Unit = length = 0
+
+  private def ensure(extra: Int): Unit =
+    if (length + extra > bytes.length) {
+      val needed = length.toLong + extra
+      if (needed > Int.MaxValue - 16) throw new IllegalArgumentException(s"a sort key of $needed bytes is too large")
+      bytes = java.util.Arrays.copyOf(bytes, math.min(Int.MaxValue - 16L, math.max(needed, bytes.length * 2L)).toInt)
+    }
+
+  def put(b: Byte): Unit = {
+    ensure(1)
+    bytes(length) = b
+    length += 1
+  }
+
+  def put(src: Array[Byte], offset: Int, n: Int): Unit = {
+    ensure(n)
+    System.arraycopy(src, offset, bytes, length, n)
+    length += n
+  }
+
+  def putInt(v: Int): Unit = {
+    ensure(4)
+    bytes(length) = (v >>> 24).toByte
+    bytes(length + 1) = (v >>> 16).toByte
+    bytes(length + 2) = (v >>> 8).toByte
+    bytes(length + 3) = v.toByte
+    length += 4
+  }
+
+  def putLong(v: Long): Unit = {
+    putInt((v >>> 32).toInt)
+    putInt(v.toInt)
+  }
+
+  /** `n` bytes at (base, offset) with 0x00 escaped as 0x00 0xFF, then the terminator 0x00 0x01. */
+  def putEscaped(base: AnyRef, offset: Long, n: Int): Unit = {
+    ensure(n + 2)
+    var i = 0
+    while (i < n) {
+      val b = Platform.getByte(base, offset + i)
+      if (b == 0) {
+        ensure(2 + (n - i) + 2)
+        bytes(length) = 0
+        bytes(length + 1) = 0xff.toByte
+        length += 2
+      } else {
+        bytes(length) = b
+        length += 1
+      }
+      i += 1
+    }
+    bytes(length) = 0
+    bytes(length + 1) = 1
+    length += 2
+  }
+
+  /** Inverts every byte from `start` on: reverses the order of a prefix-free encoding. */
+  def invert(start: Int): Unit = {
+    var i = start
+    while (i < length) {
+      bytes(i) = (~bytes(i)).toByte
+      i += 1
+    }
+  }
+}
