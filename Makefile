@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan jni -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-jvm cluster-test soak fuzz bench bench-sort clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-jvm cluster-test pyspark-example soak fuzz bench bench-sort bench-sql clean
 
 all: lib
 
@@ -47,7 +47,7 @@ jar: lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
 demo: lib
 	$(SBT) run
 
-test: test-go test-jvm cluster-test
+test: test-go test-jvm cluster-test pyspark-example
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest.
@@ -85,6 +85,11 @@ soak: lib
 cluster-test: jar
 	project/cluster-test.sh
 
+# The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
+# job by configuration alone, checked against Spark's own sort; in the cluster test's venv. ~35 s.
+pyspark-example: jar
+	project/pyspark-example.sh
+
 # Every benchmark side by side: JMH through the real library (plan lifecycle against eager dirs and
 # the floor, first spill with syscall counts, write throughput, plans/s from 1 and 2 threads) and
 # the Go benchmarks with benchstat. Prints and writes build/bench/report.md; BENCHMARKS.md holds
@@ -95,6 +100,12 @@ bench: lib
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark). Arguments: records partitions memory runs.
 BENCH_SORT_ARGS ?= 4000000 2 32m 5
+# A spilling ORDER BY in Spark SQL with spillway.SpillwayExtensions on and off, alternating runs
+# (spillway.bench.SqlSortBench). Arguments: rows execution-memory runs.
+BENCH_SQL_ARGS ?= 3000000 64m 2
+bench-sql: lib
+	$(SBT) "runMain spillway.bench.SqlSortBench $(BENCH_SQL_ARGS)"
+
 bench-sort: lib
 	$(SBT) "runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
 

@@ -36,18 +36,20 @@ case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: S
   override def requiredChildDistribution: Seq[Distribution] =
     if (global) OrderedDistribution(sortOrder) :: Nil else UnspecifiedDistribution :: Nil
 
-  // SortExec's metrics under the same names, plus the runs the native sort wrote.
+  // SortExec's metrics under the same names, plus the runs the native sort wrote and its merge passes.
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "sortTime" -> SQLMetrics.createTimingMetric(sparkContext, "sort time"),
     "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "peak memory"),
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
-    "runsSpilled" -> SQLMetrics.createMetric(sparkContext, "runs spilled"))
+    "runsSpilled" -> SQLMetrics.createMetric(sparkContext, "runs spilled"),
+    "mergePasses" -> SQLMetrics.createMetric(sparkContext, "merge passes"))
 
   protected override def doExecute(): RDD[InternalRow] = {
     val keyExpressions: Seq[Expression] = sortOrder.map(o => BindReferences.bindReference(o.child, child.output))
     val encoder = new SortKeyEncoder(sortOrder.map(SortKeyEncoder.Key(_)))
     val schema = child.output.map(_.dataType)
-    val sortMetrics = SpillwaySortMetrics(metrics("sortTime"), metrics("peakMemory"), metrics("spillSize"), metrics("runsSpilled"))
+    val sortMetrics = SpillwaySortMetrics(metrics("sortTime"), metrics("peakMemory"), metrics("spillSize"), metrics("runsSpilled"),
+      metrics("mergePasses"))
     child.execute().mapPartitions { rows =>
       new SpillwaySortIterator(rows, UnsafeProjection.create(keyExpressions), encoder,
         () => UnsafeProjection.create(schema.toArray), schema.size, sortMetrics)
@@ -57,7 +59,8 @@ case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: S
   override protected def withNewChildInternal(newChild: SparkPlan): SpillwaySortExec = copy(child = newChild)
 }
 
-private[sql] final case class SpillwaySortMetrics(sortTime: SQLMetric, peakMemory: SQLMetric, spillSize: SQLMetric, runsSpilled: SQLMetric)
+private[sql] final case class SpillwaySortMetrics(sortTime: SQLMetric, peakMemory: SQLMetric, spillSize: SQLMetric, runsSpilled: SQLMetric,
+    mergePasses: SQLMetric)
 
 /**
  * The rows of `input` sorted by their encoded keys. Lazy: the input is consumed on the first
@@ -219,6 +222,7 @@ private[sql] final class SpillwaySortIterator(
     metrics.peakMemory += math.max(peakMemory, stats.memoryUsed)
     metrics.spillSize += stats.spilledMemory
     metrics.runsSpilled += stats.runs
+    metrics.mergePasses += stats.mergePasses
   }
 }
 

@@ -5,6 +5,7 @@ import java.util.Locale
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.spillway.SpillwayConf
 
 /**
  * Replaces each `SortExec` whose keys [[SortKeyEncoder]] can encode with a [[SpillwaySortExec]];
@@ -32,7 +33,7 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
 object SpillwaySortRule {
   private[sql] lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwaySortRule])
 
-  val EnabledKey: String = "spark.spillway.sql.sort.enabled"
+  val EnabledKey: String = SpillwayConf.SqlSortEnabledKey
 
   /**
    * Whether the session runs eligible sorts natively: `spark.spillway.sql.sort.enabled`, `true`
@@ -41,12 +42,9 @@ object SpillwaySortRule {
    * @throws IllegalArgumentException for a value other than true or false
    */
   def enabled(session: SparkSession): Boolean =
-    session.conf.getOption(EnabledKey).map(_.trim.toLowerCase(Locale.ROOT)) match {
-      case None | Some("true") => true
-      case Some("false") => false
-      case Some(_) =>
-        throw new IllegalArgumentException(
-          s"Invalid value '${session.conf.get(EnabledKey)}' for $EnabledKey: expected true or false")
+    session.conf.getOption(EnabledKey).forall { v =>
+      SpillwayConf.sqlSortEnabledError(v).foreach(e => throw new IllegalArgumentException(e))
+      v.trim.toLowerCase(Locale.ROOT) == "true"
     }
 
   /** Why `sort` must stay Spark's, or None if the native sort can run it. */

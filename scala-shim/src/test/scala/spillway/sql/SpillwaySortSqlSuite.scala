@@ -127,11 +127,13 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     val order = keys.zipWithIndex.map { case (k, n) => s"$k ${orderings(n % 4)}" }.mkString(", ")
     val on = compare(keys, Budget -> "64k")(spark.sql(s"SELECT * FROM t ORDER BY $order"))
     assert(on.metric("runsSpilled") > 0, "the native sort did not spill")
+    assert(on.metric("mergePasses") >= 1, "a sort that spilled merges its runs at least once")
     assert(on.metric("spillSize") > 0)
     assert(on.metric("peakMemory") > 0)
     // The default budget holds this data in memory: no run.
     val inMemory = compare(keys)(spark.sql(s"SELECT * FROM t ORDER BY $order"))
     assert(inMemory.metric("runsSpilled") == 0)
+    assert(inMemory.metric("mergePasses") == 0)
     assert(inMemory.metric("peakMemory") > 0)
   }
 

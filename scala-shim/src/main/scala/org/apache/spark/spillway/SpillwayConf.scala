@@ -89,8 +89,16 @@ object SpillwayConf {
     (codec ++ level ++ bits).toSeq
   }
 
+  /** Whether SQL sorts run as the native sort (`spillway.SpillwayExtensions`); read per session. */
+  val SqlSortEnabledKey: String = "spark.spillway.sql.sort.enabled"
+
+  /** The error for a value of [[SqlSortEnabledKey]] other than true or false, if it is one. */
+  def sqlSortEnabledError(value: String): Option[String] =
+    Option.when(!Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT)))(
+      s"Invalid value '$value' for $SqlSortEnabledKey: expected true or false")
+
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
-  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey)
+  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SqlSortEnabledKey)
 
   // Registered through SQLConf.buildConf (a ConfigBuilder that also registers with SQLConf) so that
   // `spark.conf.set`/`SET` accept the keys per session (Spark rejects session-level changes of
@@ -145,7 +153,8 @@ object SpillwayConf {
    * @throws IllegalArgumentException listing every bad value, each with what to write instead
    */
   def validate(conf: SparkConf): Seq[String] = {
-    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++ formatErrors(conf)
+    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++
+      formatErrors(conf) ++ conf.getOption(SqlSortEnabledKey).flatMap(sqlSortEnabledError)
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
     conf.getAll.map(_._1).filter(k => k.startsWith(Prefix) && !KnownKeys.contains(k)).sorted.toSeq.map { k =>
       s"$k is not a Spillway setting and is ignored; did you mean ${closestKnownKey(k)}? " +
