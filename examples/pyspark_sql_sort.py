@@ -23,6 +23,7 @@ def main(jar: str) -> int:
         .config("spark.sql.extensions", "spillway.SpillwayExtensions")
         .config("spark.spillway.sort.memoryBudget", "1m")  # small, so that the sort spills
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     try:

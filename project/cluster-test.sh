@@ -23,22 +23,14 @@ die() { echo "cluster-test: $*" >&2; exit 1; }
 log() { echo "cluster-test: $*"; }
 
 started=$(date +%s)
-spark_version="$(sed -n 's/^val sparkVersion = "\(.*\)"/\1/p' build.sbt)"
-[[ -n "$spark_version" ]] || die "no sparkVersion in build.sbt"
 jar="$(ls target/scala-2.13/spillway_2.13-*.jar 2>/dev/null | head -1 || true)"
 [[ -f "$jar" ]] || die "no jar in target/scala-2.13: run \`make jar\` first"
 jar="$repo_root/$jar"
 
 # ---- Spark: pyspark==<the version the jar is built against> in a venv under build/ ----
-venv="$repo_root/build/pyspark-venv"
-python="${PYTHON:-python3}"
-if ! "$venv/bin/python" -c "import pyspark, sys; sys.exit(pyspark.__version__ != '$spark_version')" 2>/dev/null; then
-  command -v "$python" >/dev/null || die "$python not found (needed to install pyspark, which carries Spark)"
-  log "installing pyspark==$spark_version into $venv (a Spark distribution, ~450 MB)"
-  rm -rf "$venv"
-  "$python" -m venv "$venv" || die "could not create a venv (on Debian/Ubuntu: apt-get install python3-venv)"
-  timeout 900 "$venv/bin/pip" install --no-input --disable-pip-version-check -q "pyspark==$spark_version"
-fi
+# shellcheck source=project/pyspark-venv.sh
+source "$repo_root/project/pyspark-venv.sh"
+ensure_pyspark_venv cluster-test || die "no pyspark venv"
 SPARK_HOME="$("$venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 export SPARK_HOME
 [[ -x "$SPARK_HOME/bin/spark-class" && -x "$SPARK_HOME/bin/spark-submit" ]] || die "no bin/spark-class in $SPARK_HOME"
