@@ -5,12 +5,6 @@ package main
 */
 import "C"
 
-import (
-	"errors"
-
-	"github.com/spillway/spillway/plan/extsort"
-)
-
 //export Java_spillway_NativeSpill_createSort
 func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle, memoryBudget C.jlong) C.jlong {
 	defer recoverPanic(env)
@@ -25,18 +19,13 @@ func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle,
 //export Java_spillway_NativeSpill_sortAdd
 func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, batch C.jobject, offset, length C.jint) {
 	defer recoverPanic(env)
-	s, err := registry.Sort(uint64(sortHandle))
-	if err != nil {
-		throw(env, err)
-		return
-	}
 	data, release, err := batchBytes(env, batch, offset, length)
 	if err != nil {
 		throw(env, err)
 		return
 	}
 	defer release()
-	if err := s.Add(data); err != nil {
+	if err := registry.SortAdd(uint64(sortHandle), data); err != nil {
 		throw(env, err)
 	}
 }
@@ -44,12 +33,7 @@ func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.j
 //export Java_spillway_NativeSpill_sortSpill
 func Java_spillway_NativeSpill_sortSpill(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) C.jlong {
 	defer recoverPanic(env)
-	s, err := registry.Sort(uint64(sortHandle))
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	freed, err := s.Spill()
+	freed, err := registry.SortSpill(uint64(sortHandle))
 	if err != nil {
 		throw(env, err)
 		return 0
@@ -60,12 +44,12 @@ func Java_spillway_NativeSpill_sortSpill(env *C.JNIEnv, _ C.jclass, sortHandle C
 //export Java_spillway_NativeSpill_sortMemoryUsed
 func Java_spillway_NativeSpill_sortMemoryUsed(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) C.jlong {
 	defer recoverPanic(env)
-	s, err := registry.Sort(uint64(sortHandle))
+	used, err := registry.SortMemoryUsed(uint64(sortHandle))
 	if err != nil {
 		throw(env, err)
 		return 0
 	}
-	return C.jlong(s.MemoryUsed())
+	return C.jlong(used)
 }
 
 // sortNext returns the bytes filled, 0 at the end, or minus the size of a buffer that would hold
@@ -74,23 +58,18 @@ func Java_spillway_NativeSpill_sortMemoryUsed(env *C.JNIEnv, _ C.jclass, sortHan
 //export Java_spillway_NativeSpill_sortNext
 func Java_spillway_NativeSpill_sortNext(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jobject, offset, length C.jint) C.jint {
 	defer recoverPanic(env)
-	s, err := registry.Sort(uint64(sortHandle))
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
 	dst, err := directBufferBytes(env, out, offset, length, "out")
 	if err != nil {
 		throw(env, err)
 		return 0
 	}
-	n, err := s.Next(dst)
-	if tooLarge := (*extsort.RecordTooLargeError)(nil); errors.As(err, &tooLarge) {
-		return C.jint(-tooLarge.Need)
-	}
-	if err != nil {
+	n, need, err := registry.SortNext(uint64(sortHandle), dst)
+	switch {
+	case err != nil:
 		throw(env, err)
 		return 0
+	case need > 0:
+		return C.jint(-need)
 	}
 	return C.jint(n)
 }
@@ -106,24 +85,18 @@ const (
 //export Java_spillway_NativeSpill_sortStats
 func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jlongArray) {
 	defer recoverPanic(env)
-	s, err := registry.Sort(uint64(sortHandle))
+	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sortStatsMinLen {
+		throw(env, argumentError("out must be a long[] of at least 5 elements"))
+		return
+	}
+	st, err := registry.SortStats(uint64(sortHandle))
 	if err != nil {
 		throw(env, err)
 		return
 	}
-	if out == 0 {
-		throw(env, argumentError("out must be a long[] of at least 5 elements"))
-		return
-	}
-	n := C.spillway_array_length(env, C.jarray(out))
-	if n < sortStatsMinLen {
-		throw(env, argumentError("out must be a long[] of at least 5 elements"))
-		return
-	}
-	st := s.Stats()
-	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(s.MemoryUsed()),
+	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(st.MemoryUsed),
 		C.jlong(st.SpilledLogicalBytes), C.jlong(st.MergePasses)}
-	C.spillway_set_longs(env, out, &vals[0], min(n, sortStatsLen))
+	C.spillway_set_longs(env, out, &vals[0], min(C.spillway_array_length(env, C.jarray(out)), sortStatsLen))
 }
 
 //export Java_spillway_NativeSpill_releaseSort

@@ -279,22 +279,23 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 
 	sh, err := r.CreateSort(h, 1024)
 	require.NoError(t, err)
-	s, err := r.Sort(sh)
-	require.NoError(t, err)
 	var batch []byte
 	for i := range 200 {
 		batch = extsort.AppendRecord(batch, []byte{byte(200 - i)}, make([]byte, 32))
 	}
-	require.NoError(t, s.Add(batch))
-	assert.Positive(t, s.Stats().Runs, "a 1 KiB budget spills")
+	require.NoError(t, r.SortAdd(sh, batch))
+	st, err := r.SortStats(sh)
+	require.NoError(t, err)
+	assert.Positive(t, st.Runs, "a 1 KiB budget spills")
 	assert.NotEqual(t, before, listing(t, dirs))
 
 	// Releasing the plan closes its sort and deletes the runs with everything else.
 	require.NoError(t, r.ReleasePlan(h))
 	assert.Equal(t, before, listing(t, dirs))
 	assert.Zero(t, r.LiveSorts())
-	_, err = r.Sort(sh)
+	_, err = r.SortStats(sh)
 	assert.Equal(t, KindInvalidHandle, Classify(err))
+	assert.Equal(t, KindInvalidHandle, Classify(r.SortAdd(sh, batch)))
 	assert.Equal(t, KindInvalidHandle, Classify(r.ReleaseSort(sh)))
 	_, err = r.CreateSort(h, 1024)
 	assert.Equal(t, KindInvalidHandle, Classify(err))
@@ -306,12 +307,11 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	h, _ := r.CreatePlan(ld, 1<<20, Unlimited)
 	sh, err := r.CreateSort(h, 512)
 	require.NoError(t, err)
-	s, _ := r.Sort(sh)
 	var batch []byte
 	for i := range 100 {
 		batch = extsort.AppendRecord(batch, []byte{byte(i)}, make([]byte, 40))
 	}
-	require.NoError(t, s.Add(batch))
+	require.NoError(t, r.SortAdd(sh, batch))
 	used, _ := r.UsedDiskSpace(h)
 	assert.Positive(t, used)
 	require.NoError(t, r.ReleaseSort(sh))

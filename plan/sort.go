@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"errors"
+
 	"github.com/spillway/spillway/plan/extsort"
 )
 
@@ -27,13 +29,70 @@ func (r *Registry) CreateSort(h uint64, memoryBudget int64) (uint64, error) {
 	return sh, nil
 }
 
-// Sort returns a live sort by handle.
-func (r *Registry) Sort(sh uint64) (*extsort.Sorter, error) {
+func (r *Registry) sorter(sh uint64) (*extsort.Sorter, error) {
 	e, ok := r.sorts.get(sh)
 	if !ok {
 		return nil, &HandleError{What: "sort", Handle: sh}
 	}
 	return e.sorter, nil
+}
+
+// SortAdd copies the records of batch into the sort; see extsort.Sorter.Add.
+func (r *Registry) SortAdd(sh uint64, batch []byte) error {
+	s, err := r.sorter(sh)
+	if err != nil {
+		return err
+	}
+	return s.Add(batch)
+}
+
+// SortSpill writes the records the sort holds in memory as a sorted run and returns the bytes of
+// memory freed; see extsort.Sorter.Spill.
+func (r *Registry) SortSpill(sh uint64) (int64, error) {
+	s, err := r.sorter(sh)
+	if err != nil {
+		return 0, err
+	}
+	return s.Spill()
+}
+
+// SortMemoryUsed is the bytes of memory the sort holds now.
+func (r *Registry) SortMemoryUsed(sh uint64) (int64, error) {
+	s, err := r.sorter(sh)
+	if err != nil {
+		return 0, err
+	}
+	return s.MemoryUsed(), nil
+}
+
+// SortNext fills dst with whole records in sorted order and returns the bytes filled, 0 at the
+// end; see extsort.Sorter.Next. If the next record alone does not fit in dst, it returns need,
+// the size of a buffer that holds it, and consumes nothing.
+func (r *Registry) SortNext(sh uint64, dst []byte) (n, need int, err error) {
+	s, err := r.sorter(sh)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, err = s.Next(dst)
+	if tooLarge := (*extsort.RecordTooLargeError)(nil); errors.As(err, &tooLarge) {
+		return 0, tooLarge.Need, nil
+	}
+	return n, 0, err
+}
+
+// SortStats is what a sort has done, and the memory it holds now.
+type SortStats struct {
+	extsort.Stats
+	MemoryUsed int64
+}
+
+// SortStats returns the sort's counters.
+func (r *Registry) SortStats(sh uint64) (SortStats, error) {
+	s, err := r.sorter(sh)
+	if err != nil {
+		return SortStats{}, err
+	}
+	return SortStats{Stats: s.Stats(), MemoryUsed: s.MemoryUsed()}, nil
 }
 
 // ReleaseSort closes a sort: its run files are deleted and its memory dropped.
