@@ -9,6 +9,22 @@ import (
 	"github.com/spillway/spillway/spill"
 )
 
+// LocalDirs is a validated list of local dirs. Parse it once and reuse it for every plan: the
+// parse allocates and checks, a plan built from it does neither. Callers that cannot keep a Go
+// value between plans (the JVM) register their dirs instead: see RegisterLocalDirs.
+type LocalDirs struct {
+	roots *spill.Roots
+}
+
+// ParseLocalDirs validates dirs without touching the filesystem; see spill.NewRoots.
+func ParseLocalDirs(dirs []string) (LocalDirs, error) {
+	roots, err := spill.NewRoots(dirs)
+	if err != nil {
+		return LocalDirs{}, err
+	}
+	return LocalDirs{roots: roots}, nil
+}
+
 // An executor passes the same local dirs to every plan. Registering them once gives a handle
 // that CreatePlanIn takes, so a plan is built without converting or validating a path.
 

@@ -5,16 +5,12 @@ package plan
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 
-	"github.com/spillway/spillway/plan/extsort"
 	"github.com/spillway/spillway/spill"
-	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 // The Spark settings of the two limits; a refused write names the one it hit.
@@ -25,22 +21,6 @@ const (
 
 // Unlimited is an executor limit that never refuses a write.
 const Unlimited = math.MaxInt64
-
-// LocalDirs is a validated list of local dirs. Parse it once and reuse it for every plan: the
-// parse allocates and checks, a plan built from it does neither. Callers that cannot keep a Go
-// value between plans (the JVM) register their dirs instead: see RegisterLocalDirs.
-type LocalDirs struct {
-	roots *spill.Roots
-}
-
-// ParseLocalDirs validates dirs without touching the filesystem; see spill.NewRoots.
-func ParseLocalDirs(dirs []string) (LocalDirs, error) {
-	roots, err := spill.NewRoots(dirs)
-	if err != nil {
-		return LocalDirs{}, err
-	}
-	return LocalDirs{roots: roots}, nil
-}
 
 // Registry holds the live plans and spill files of a process. It is safe for concurrent use,
 // and creating or releasing a plan takes no lock shared by all plans.
@@ -276,101 +256,7 @@ func (r *Registry) ReleaseTmpFile(fh uint64) error {
 	return nil
 }
 
-// Stats is a snapshot of what the registry's plans hold and have done.
-type Stats struct {
-	LivePlans     int64 // plans created and not yet released
-	PlansSpilled  int64 // plans that created at least one spill file
-	DirsCreated   int64 // plan dirs created
-	FilesCreated  int64 // spill files created
-	BytesWritten  int64 // bytes written to spill files: on disk, framing included
-	LimitFailures int64 // writes refused by a plan's or the executor's limit
-	FSErrors      int64 // filesystem calls that failed
-	BytesInUse    int64 // bytes in the live spill files of all plans
-	GoHeapBytes   int64 // bytes of live and not yet swept objects on the Go heap, outside the Java heap
-	// LogicalBytesWritten is the plain bytes written to framed files (sort runs included),
-	// whose on-disk bytes are in BytesWritten.
-	LogicalBytesWritten int64
-}
-
-// Stats counts on demand: live plans are counted by walking the handle shards, so creating and
-// releasing a plan never touches a counter shared by all plans.
-func (r *Registry) Stats() Stats {
-	st := &r.shared.Stats
-	return Stats{
-		LivePlans:     int64(r.plans.len()),
-		PlansSpilled:  st.PlansSpilled.Load(),
-		DirsCreated:   st.DirsCreated.Load(),
-		FilesCreated:  st.FilesCreated.Load(),
-		BytesWritten:  st.BytesWritten.Load(),
-		LimitFailures: st.LimitFailures.Load(),
-		FSErrors:      st.FSErrors.Load(),
-		BytesInUse:    r.shared.Used(),
-		GoHeapBytes:   goHeapBytes(),
-
-		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
-	}
-}
-
-// goHeapBytes reads the Go heap's size without stopping the world (runtime.ReadMemStats would).
-func goHeapBytes() int64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return -1
-	}
-	return int64(sample[0].Value.Uint64())
-}
-
 // LivePlans, LiveFiles and LiveSorts count what is registered, for leak checks.
 func (r *Registry) LivePlans() int { return r.plans.len() }
 func (r *Registry) LiveFiles() int { return r.files.len() }
 func (r *Registry) LiveSorts() int { return r.sorts.len() }
-
-// HandleError is a handle that names no live plan or file: released, never issued, or forged.
-type HandleError struct {
-	What   string // "plan", "spill file", "sort", "spill file reader" or "local dirs registration"
-	Handle uint64
-}
-
-func (e *HandleError) Error() string {
-	return fmt.Sprintf("spillway: no live %s has handle %d: it was released already, or never issued", e.What, int64(e.Handle))
-}
-
-// ArgumentError is a bad argument from the caller; nothing was changed.
-type ArgumentError struct {
-	Reason string
-}
-
-func (e *ArgumentError) Error() string { return "spillway: " + e.Reason }
-
-// ErrorKind sorts errors into the few kinds a caller reacts to differently.
-type ErrorKind int
-
-const (
-	// KindIO is a filesystem failure; the error names the path and the OS cause.
-	KindIO ErrorKind = iota
-	// KindInvalidArgument is a bad argument or configuration; nothing was changed.
-	KindInvalidArgument
-	// KindInvalidHandle is an unknown, released or forged handle, or one used out of order.
-	KindInvalidHandle
-	// KindLimitExceeded is a write refused by the plan's spill limit; nothing was written.
-	KindLimitExceeded
-)
-
-// Classify tells which kind err is.
-func Classify(err error) ErrorKind {
-	switch {
-	case errors.As(err, new(*spill.LimitError)):
-		return KindLimitExceeded
-	case errors.As(err, new(*spill.ConfigError)), errors.As(err, new(*ArgumentError)),
-		errors.As(err, new(*extsort.ConfigError)), errors.As(err, new(*extsort.BatchError)),
-		errors.As(err, new(*extsort.RecordTooLargeError)):
-		return KindInvalidArgument
-	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased),
-		errors.Is(err, spill.ErrNotFinished), errors.Is(err, spill.ErrFinished), errors.Is(err, ErrNotFramed),
-		errors.Is(err, ErrReaderClosed), errors.Is(err, chunkfile.ErrClosed),
-		errors.Is(err, extsort.ErrClosed), errors.Is(err, extsort.ErrAddAfterNext):
-		return KindInvalidHandle
-	}
-	return KindIO
-}

@@ -1,0 +1,50 @@
+package plan
+
+import (
+	"runtime/metrics"
+)
+
+// Stats is a snapshot of what the registry's plans hold and have done.
+type Stats struct {
+	LivePlans     int64 // plans created and not yet released
+	PlansSpilled  int64 // plans that created at least one spill file
+	DirsCreated   int64 // plan dirs created
+	FilesCreated  int64 // spill files created
+	BytesWritten  int64 // bytes written to spill files: on disk, framing included
+	LimitFailures int64 // writes refused by a plan's or the executor's limit
+	FSErrors      int64 // filesystem calls that failed
+	BytesInUse    int64 // bytes in the live spill files of all plans
+	GoHeapBytes   int64 // bytes of live and not yet swept objects on the Go heap, outside the Java heap
+	// LogicalBytesWritten is the plain bytes written to framed files (sort runs included),
+	// whose on-disk bytes are in BytesWritten.
+	LogicalBytesWritten int64
+}
+
+// Stats counts on demand: live plans are counted by walking the handle shards, so creating and
+// releasing a plan never touches a counter shared by all plans.
+func (r *Registry) Stats() Stats {
+	st := &r.shared.Stats
+	return Stats{
+		LivePlans:     int64(r.plans.len()),
+		PlansSpilled:  st.PlansSpilled.Load(),
+		DirsCreated:   st.DirsCreated.Load(),
+		FilesCreated:  st.FilesCreated.Load(),
+		BytesWritten:  st.BytesWritten.Load(),
+		LimitFailures: st.LimitFailures.Load(),
+		FSErrors:      st.FSErrors.Load(),
+		BytesInUse:    r.shared.Used(),
+		GoHeapBytes:   goHeapBytes(),
+
+		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
+	}
+}
+
+// goHeapBytes reads the Go heap's size without stopping the world (runtime.ReadMemStats would).
+func goHeapBytes() int64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return -1
+	}
+	return int64(sample[0].Value.Uint64())
+}
