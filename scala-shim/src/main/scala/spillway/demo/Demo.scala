@@ -113,7 +113,7 @@ object Demo {
 
     reports.foreach { r =>
       if (r.spilled) {
-        println(f"task ${r.partition}%d: spilled ${mib(r.logicalBytes)} (${mib(r.bytes)} on disk) in ${r.files} files into ${r.planDirs.mkString(", ")}")
+        println(f"task ${r.partition}%d: spilled ${mib(r.logicalBytes)} (${r.bytes}%d bytes on disk) in ${r.files} files into ${r.planDirs.mkString(", ")}")
       } else {
         println(f"task ${r.partition}%d: plan created, never spilled: no directory, ${r.bytes}%d bytes on disk")
       }
