@@ -73,6 +73,8 @@ lazy val spillway = (project in file("."))
     Test / javaOptions ++= sparkJava17Options ++ Seq(
       "-Xmx2g",
       s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
+      // The spill format's shared test vectors, which the JVM reads too (SpillFileVectorsSuite).
+      s"-Dspillway.testdata=${(baseDirectory.value / "testdata").getAbsolutePath}",
       s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
     ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),

@@ -179,3 +179,59 @@ func TestRawFilesAreNotFramed(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFramed)
 	assert.Equal(t, KindInvalidHandle, Classify(ErrNotFramed))
 }
+
+// DecodeUnsealed reads the shared vectors' format through the service's reader: an unsealed file
+// decodes, a sealed one is refused at its header (no key is taken), a cut one names the chunk,
+// and a dst too small is an argument error, not a truncated result.
+func TestDecodeUnsealed(t *testing.T) {
+	data := bytes.Repeat([]byte("row of a spill 0123456789\n"), 20_000)
+	for _, codec := range []string{"none", "lz4"} {
+		_, ld := localDirs(t, 1)
+		r := NewRegistry(nil)
+		require.NoError(t, r.ConfigureFormat(codec, 3, false, 128))
+		h, err := r.CreatePlan(ld, 1<<30, Unlimited)
+		require.NoError(t, err)
+		fh, err := r.CreateFramedFile(h)
+		require.NoError(t, err)
+		require.NoError(t, r.Write(fh, data))
+		require.NoError(t, r.FinishWrite(fh))
+		path, err := r.Path(fh)
+		require.NoError(t, err)
+		file, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, r.ReleasePlan(h))
+
+		out := make([]byte, len(data))
+		n, err := DecodeUnsealed(file, out)
+		require.NoError(t, err, codec)
+		require.Equal(t, len(data), n)
+		require.True(t, bytes.Equal(data, out), codec)
+
+		_, err = DecodeUnsealed(file, make([]byte, len(data)-1))
+		var ae *ArgumentError
+		require.ErrorAs(t, err, &ae, "a dst one byte short")
+		assert.Contains(t, err.Error(), "pass a larger buffer")
+
+		_, err = DecodeUnsealed(file[:len(file)-3], out)
+		var fe *chunkfile.FormatError
+		require.ErrorAs(t, err, &fe, "a cut file")
+		assert.GreaterOrEqual(t, fe.Chunk, int64(0), "names the chunk")
+	}
+
+	r := NewRegistry(nil)
+	require.NoError(t, r.ConfigureFormat("lz4", 3, true, 256))
+	_, ld := localDirs(t, 1)
+	h, err := r.CreatePlan(ld, 1<<30, Unlimited)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.ReleasePlan(h)) }()
+	fh, err := r.CreateFramedFile(h)
+	require.NoError(t, err)
+	require.NoError(t, r.Write(fh, data))
+	require.NoError(t, r.FinishWrite(fh))
+	path, err := r.Path(fh)
+	require.NoError(t, err)
+	sealed, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = DecodeUnsealed(sealed, make([]byte, len(data)))
+	assert.EqualError(t, err, "spill chunk file header: the file is sealed with a 256-bit key and no key was given")
+}

@@ -3,47 +3,52 @@ package spillway
 import java.io.{InputStream, IOException, OutputStream}
 import java.nio.ByteBuffer
 import java.nio.channels.{ClosedChannelException, WritableByteChannel}
-import java.nio.file.{Files, Paths}
 import java.util.Objects
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 
 /**
- * A spill file of a [[SpillPlan]]. Every write goes through the native library, so the plan's limit
- * holds: a write that would exceed it fails with [[SpillLimitExceededException]]. A raw file
- * ([[SpillPlan.createTmpFile]]) holds the bytes as written, each write all or nothing. A framed
- * file ([[SpillPlan.createFramedFile]], `framed`) is compressed and, with
- * `spark.io.encryption.enabled`, encrypted by the library, chunk by chunk as they fill (a failed
- * chunk leaves the file unusable: release it); [[inputStream]] decodes it.
+ * A spill file of a [[SpillPlan]], in the executor's spill format: what is written is cut into
+ * chunks, compressed (`spark.spillway.compression.codec`) and, with `spark.io.encryption.enabled`,
+ * encrypted by the library, and [[inputStream]] decodes it; the operator only writes and reads
+ * bytes. Every chunk goes through the native library as it fills, so the plan's limit holds over
+ * the bytes on disk: a chunk that would exceed it fails the write (or the [[finishWrite]] that
+ * writes the last chunk) with [[SpillLimitExceededException]], and the file then takes no more
+ * writes and cannot be read: release it. The file keeps its whole chunks until then.
  */
-final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String, val framed: Boolean) {
+final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String) {
   private val released = new AtomicBoolean(false)
   private val written = new AtomicLong
 
-  /** Bytes written to this file (before compression, for a framed file). */
+  /** Bytes written to this file: its logical size, before compression and framing. */
   def bytesWritten: Long = written.get
 
-  /** Bytes this file takes on disk: compressed and framed for a framed file (what the limit counts). */
+  /**
+   * Bytes this file takes on disk, compressed and framed: what the plan's limit and
+   * [[SpillPlan.usedDiskSpace]] count. Bytes still in the current, unfilled chunk are not on disk
+   * yet: after [[finishWrite]] this is the file's size.
+   */
   def bytesOnDisk: Long = plan.withOpenPlan { () =>
-    if (!framed) written.get
-    else {
-      val sizes = new Array[Long](2)
-      NativeSpill.fileSizes(handle, sizes)
-      sizes(1)
-    }
+    val sizes = new Array[Long](2)
+    NativeSpill.fileSizes(handle, sizes)
+    sizes(1)
   }
 
   /**
-   * Ends a framed file's writing: its last chunk is written, and it takes no more writes.
-   * [[inputStream]] calls it. Idempotent; does nothing for a raw file.
+   * Ends the file's writing: its last chunk is written, and it takes no more writes. The output
+   * stream's and the channel's `close` and [[inputStream]] call it. Idempotent (a second call
+   * gives the first one's outcome).
+   *
+   * @throws SpillLimitExceededException if the last chunk would pass a limit (release the file)
    */
   def finishWrite(): Unit = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
-    if (framed) NativeSpill.finishWrite(handle)
+    NativeSpill.finishWrite(handle)
   }
 
   /**
    * Appends `length` bytes of `buf` from the absolute index `offset` (the buffer's position is
-   * neither used nor changed). All or nothing against the plan's limit.
+   * neither used nor changed). Whole chunks are written as they fill; one that would pass the
+   * plan's limit fails with [[SpillLimitExceededException]], and the file takes no more writes.
    */
   def write(buf: ByteBuffer, offset: Int, length: Int): Unit = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
@@ -55,7 +60,8 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
 
   /**
    * A buffered stream appending to this file, with a buffer of `bufferSize` bytes. `close` flushes
-   * it; the file itself stays until [[release]] or the plan's release.
+   * it and finishes the file ([[finishWrite]]), so it can be read; the file itself stays until
+   * [[release]] or the plan's release.
    */
   def outputStream(bufferSize: Int): OutputStream = new SpillOutputStream(this, bufferSize)
 
@@ -63,21 +69,22 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
   /** [[outputStream(bufferSize:Int)*]] with [[SpillFile.DefaultBufferSize]] (64 KiB). */
   def outputStream(): OutputStream = outputStream(SpillFile.DefaultBufferSize)
 
-  /** An unbuffered channel appending to this file; each `write` is one native write. */
+  /**
+   * An unbuffered channel appending to this file; each `write` is one native write. `close`
+   * finishes the file ([[finishWrite]]).
+   */
   def channel(): WritableByteChannel = new SpillChannel(this)
 
   /**
    * Reads the file from the start. Operators read spilled data back through here, so the encoding
-   * stays invisible to them: a framed file is finished first ([[finishWrite]]: no more writes), then
+   * stays invisible to them: the file is finished first ([[finishWrite]]: no more writes), then
    * decoded by the library, chunk by chunk with read-ahead; a chunk that was changed, cut or
    * spliced fails the read with an IOException naming the file and the chunk, never wrong bytes.
    */
   def inputStream(): InputStream = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
-    if (framed) {
-      NativeSpill.finishWrite(handle)
-      new FramedInputStream(plan, NativeSpill.openReader(handle), path)
-    } else Files.newInputStream(Paths.get(path))
+    NativeSpill.finishWrite(handle)
+    new FramedInputStream(plan, NativeSpill.openReader(handle), path)
   }
 
   /**
@@ -132,17 +139,19 @@ private final class SpillOutputStream(file: SpillFile, bufferSize: Int) extends 
 
   override def close(): Unit = {
     if (!closed) {
-      try flushBuffer()
-      finally closed = true
+      try {
+        flushBuffer()
+        file.finishWrite()
+      } finally closed = true
     }
   }
 
-  // A failed write (e.g. over the limit) keeps the buffered bytes: writes are all or nothing, so
-  // nothing of them reached the file and a later flush may still succeed.
+  // A failed write (e.g. over the limit) leaves the file with its whole chunks and taking no more
+  // writes; the buffered bytes are dropped, since no later flush could add them.
   private def flushBuffer(): Unit = {
     if (buffer.position() > 0) {
-      file.write(buffer, 0, buffer.position())
-      buffer.clear()
+      try file.write(buffer, 0, buffer.position())
+      finally buffer.clear()
     }
   }
 
@@ -202,5 +211,8 @@ private final class SpillChannel(file: SpillFile) extends WritableByteChannel {
 
   override def isOpen: Boolean = open
 
-  override def close(): Unit = open = false
+  override def close(): Unit = if (open) {
+    open = false
+    file.finishWrite()
+  }
 }

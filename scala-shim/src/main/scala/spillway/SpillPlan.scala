@@ -26,26 +26,20 @@ final class SpillPlan private (
   private val dirs = ConcurrentHashMap.newKeySet[String]()
 
   /**
-   * Creates a spill file; the plan's directory in the chosen local dir is created on first use.
+   * Creates a spill file in the executor's spill format: what is written to it is compressed
+   * (`spark.spillway.compression.codec`) and, when `spark.io.encryption.enabled`, encrypted by the
+   * library, and [[SpillFile.inputStream]] decodes it. The plan's limit and [[usedDiskSpace]]
+   * count its bytes on disk. The plan's directory in the chosen local dir is created on first use.
+   *
+   * The shim gives no raw file: every operator's spill is compressed, checked and (with
+   * encryption on) sealed. Native callers that manage their own bytes have the raw natives
+   * (`NativeSpill.createTmpFile`).
    *
    * @throws java.io.IOException if no local dir is usable (the message names them)
    * @throws IllegalStateException if the plan is closed
    */
-  def createTmpFile(): SpillFile = create(framed = false)
-
-  /**
-   * Creates a framed spill file: what is written to it is compressed and, when
-   * `spark.io.encryption.enabled`, encrypted by the library in the executor's format
-   * (`spark.spillway.compression.codec`), and [[SpillFile.inputStream]] decodes it. The plan's
-   * limit and [[usedDiskSpace]] count its bytes on disk.
-   *
-   * @throws java.io.IOException if no local dir is usable (the message names them)
-   * @throws IllegalStateException if the plan is closed
-   */
-  def createFramedFile(): SpillFile = create(framed = true)
-
-  private def create(framed: Boolean): SpillFile = withOpenPlan { () =>
-    val file = if (framed) NativeSpill.createFramedFile(handle) else NativeSpill.createTmpFile(handle)
+  def createTmpFile(): SpillFile = withOpenPlan { () =>
+    val file = NativeSpill.createFramedFile(handle)
     val path =
       try NativeSpill.path(file)
       catch {
@@ -56,7 +50,7 @@ final class SpillPlan private (
     SpillwayMetrics.filesCreated.increment()
     if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.increment()
     if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.increment()
-    new SpillFile(this, file, path, framed)
+    new SpillFile(this, file, path)
   }
 
   /**
@@ -70,7 +64,7 @@ final class SpillPlan private (
     new ExternalSort(this, NativeSpill.createSort(handle, memoryBudget), memoryBudget)
   }
 
-  /** Bytes in the plan's live files. */
+  /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))
 
   def isClosed: Boolean = closed

@@ -32,7 +32,7 @@ object SpillwayMetrics {
    * @param plansReleased plans released (closed)
    * @param dirsCreated plan directories created (a plan creates one per local dir it spills into)
    * @param filesCreated spill files created
-   * @param bytesWritten bytes written to spill files
+   * @param bytesWritten bytes written to spill files (logical: before compression and framing)
    * @param releaseFailures plan releases that left something behind (logged with the cause)
    */
   final case class Snapshot(

@@ -16,18 +16,26 @@ final case class WriteOutcome(
     executorLimit: Long,
     error: Option[String], // "<exception class>: <message>" of the refused write
     usedDiskSpace: Long, // after the write
+    fileBytesOnDisk: Long, // what the written file reports on disk
     smallerWriteFits: Option[Boolean]) // after a refusal: a write within the remaining budget
 
 /**
  * `spark.spillway.maxExecutorTempDirectorySize` on real Spark (local[2]: two concurrent tasks in
  * one executor) with the real library. Each plan's per-plan limit is large (1g), so any refusal
  * here comes from the executor-wide budget.
+ *
+ * Files are in the spill format, with codec none (set here) and incompressible bytes: nothing
+ * shrinks, so a file of N bytes takes N bytes plus its framing on disk, and the budget arithmetic
+ * below (4 MiB + 4 MiB > 6 MiB) holds. Sizes are compared with what each file reports on disk.
+ * Chunks reach the disk as they fill, each all or nothing against the limits: a refused write keeps
+ * the file's earlier whole chunks, and the file then takes no more writes.
  */
 class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
   import ExecutorBudgetSuite._
 
   private val Key = SpillwayConf.MaxExecutorTempDirectorySizeKey
-  override protected def sparkConf: Map[String, String] = Map(SpillwayConf.MaxTempDirectorySizeKey -> "1g")
+  override protected def sparkConf: Map[String, String] =
+    Map(SpillwayConf.MaxTempDirectorySizeKey -> "1g", "spark.spillway.compression.codec" -> "none")
 
   test("two concurrent tasks: the second writer passing the executor budget is refused, naming its key") {
     val outcomes = withLocalProperty(Key, "6m") {
@@ -42,13 +50,19 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
           if (p == 0) {
             write(file, 4 * MiB)
             barrier.barrier()
-            WriteOutcome(p, plan.maxExecutorTempDirectorySize, None, plan.usedDiskSpace, None)
+            WriteOutcome(p, plan.maxExecutorTempDirectorySize, None, plan.usedDiskSpace, file.bytesOnDisk, None)
           } else {
             barrier.barrier()
             val error = try { write(file, 4 * MiB); None } catch { case e: SpillLimitExceededException => Some(describe(e)) }
             val used = plan.usedDiskSpace
-            val fits = error.map(_ => try { write(file, 1 * MiB); true } catch { case _: SpillLimitExceededException => false })
-            WriteOutcome(p, plan.maxExecutorTempDirectorySize, error, used, fits)
+            val kept = file.bytesOnDisk
+            // The refused file takes no more writes: release it (its whole chunks go back to the
+            // budget), then a write within what is left must fit.
+            val fits = error.map { _ =>
+              file.release()
+              try { write(plan.createTmpFile(), 1 * MiB); true } catch { case _: SpillLimitExceededException => false }
+            }
+            WriteOutcome(p, plan.maxExecutorTempDirectorySize, error, used, kept, fits)
           }
         barrier.barrier()
         Iterator(outcome)
@@ -56,14 +70,15 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
     }
     assert(outcomes.length == 2)
     val (first, second) = (outcomes(0), outcomes(1))
-    assert(first.error.isEmpty && first.usedDiskSpace == 4 * MiB, first)
+    assert(first.error.isEmpty && first.usedDiskSpace == first.fileBytesOnDisk && first.usedDiskSpace >= 4 * MiB, first)
     assert(first.executorLimit == 6 * MiB && second.executorLimit == 6 * MiB)
     val error = second.error.getOrElse(fail(s"the second writer was not refused: $second"))
     assert(error.startsWith(classOf[SpillLimitExceededException].getName + ": "), error)
     assert(error.contains(Key) && !error.contains(SpillwayConf.MaxTempDirectorySizeKey), error)
     assert(error.contains("all plans"), error)
-    assert(second.usedDiskSpace == 0, "the refused write kept nothing")
-    assert(second.smallerWriteFits.contains(true), "4 MiB + 1 MiB fits in 6 MiB: the refusal reserved nothing")
+    assert(second.usedDiskSpace == second.fileBytesOnDisk, s"the refused write kept its whole chunks only: $second")
+    assert(first.usedDiskSpace + second.usedDiskSpace <= 6 * MiB, s"the budget was never passed: $first $second")
+    assert(second.smallerWriteFits.contains(true), "4 MiB + 1 MiB fits in 6 MiB: the refusal reserved nothing it kept")
     assert(TaskSpill.activePlans == 0)
   }
 
@@ -92,7 +107,7 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
           await(turns.largeWrote)
           val error = try { write(file, 1024); None } catch { case e: SpillLimitExceededException => Some(describe(e)) }
           turns.smallTried.countDown()
-          WriteOutcome(0, plan.maxExecutorTempDirectorySize, error, plan.usedDiskSpace, None)
+          WriteOutcome(0, plan.maxExecutorTempDirectorySize, error, plan.usedDiskSpace, file.bytesOnDisk, None)
         })
         val large = job("1g", () => {
           val turns = Turns.get
@@ -102,16 +117,17 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
           val error = try { write(file, 8 * MiB); None } catch { case e: SpillLimitExceededException => Some(describe(e)) }
           turns.largeWrote.countDown()
           await(turns.smallTried)
-          WriteOutcome(1, plan.maxExecutorTempDirectorySize, error, plan.usedDiskSpace, None)
+          WriteOutcome(1, plan.maxExecutorTempDirectorySize, error, plan.usedDiskSpace, file.bytesOnDisk, None)
         })
         Await.result(small.zip(large), 5.minutes)
       } finally threads.shutdown()
 
     assert(s.executorLimit == 6 * MiB && l.executorLimit == 1024L * MiB, (s, l))
-    assert(l.error.isEmpty && l.usedDiskSpace == 8 * MiB, s"the later plan's own 1g applies to it, not the earlier 6m: $l")
+    assert(l.error.isEmpty && l.usedDiskSpace == l.fileBytesOnDisk && l.usedDiskSpace >= 8 * MiB,
+      s"the later plan's own 1g applies to it, not the earlier 6m: $l")
     val error = s.error.getOrElse(fail(s"the earlier plan's 6m was replaced by the later plan's 1g: $s"))
     assert(error.contains(Key) && error.startsWith(classOf[SpillLimitExceededException].getName), error)
-    assert(s.usedDiskSpace == 0)
+    assert(s.usedDiskSpace == 0 && s.fileBytesOnDisk == 0, s"the refused first chunk kept nothing: $s")
     assert(TaskSpill.activePlans == 0)
   }
 
@@ -157,9 +173,15 @@ object ExecutorBudgetSuite {
   def await(latch: CountDownLatch): Unit =
     if (!latch.await(2, TimeUnit.MINUTES)) throw new IllegalStateException("a task's turn never came")
 
-  /** Appends `bytes` in one native write: all or nothing against the limits. */
-  def write(file: SpillFile, bytes: Long): Unit =
-    Using.resource(file.channel())(_.write(java.nio.ByteBuffer.wrap(TestFiles.pattern(bytes.toInt))))
+  /**
+   * Appends `bytes` incompressible bytes in one native write and finishes the file (the channel's
+   * close writes the last chunk); each chunk is all or nothing against the limits.
+   */
+  def write(file: SpillFile, bytes: Long): Unit = {
+    val data = new Array[Byte](bytes.toInt)
+    new java.util.Random(bytes).nextBytes(data)
+    Using.resource(file.channel())(_.write(java.nio.ByteBuffer.wrap(data)))
+  }
 
   def describe(e: Throwable): String = s"${e.getClass.getName}: ${e.getMessage}"
 }

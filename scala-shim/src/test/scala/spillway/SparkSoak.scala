@@ -118,11 +118,13 @@ object SparkSoak {
         }
       }
       Counters.bytes.addAndGet(size)
-      check(file.bytesWritten == size && Files.size(Paths.get(file.path)) == size,
-        s"${file.path}: ${file.bytesWritten} bytes written, ${Files.size(Paths.get(file.path))} on disk, $size expected")
-      if (rnd.nextInt(3) == 0) file.release() else live += size
+      // Framed (the stream's close wrote the last chunk): the file on disk is what it reports.
+      val onDisk = file.bytesOnDisk
+      check(file.bytesWritten == size && Files.size(Paths.get(file.path)) == onDisk,
+        s"${file.path}: ${file.bytesWritten} bytes written ($size expected), ${Files.size(Paths.get(file.path))} on disk ($onDisk reported)")
+      if (rnd.nextInt(3) == 0) file.release() else live += onDisk
     }
-    check(plan.usedDiskSpace == live, s"the plan counts ${plan.usedDiskSpace} bytes, its live files hold $live")
+    check(plan.usedDiskSpace == live, s"the plan counts ${plan.usedDiskSpace} bytes, its live files hold $live on disk")
   }
 
   /** The native sort, over a plan of the task's own (released by a completion listener, as TaskSpill's). */

@@ -10,7 +10,11 @@ import scala.util.Using
 import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
-/** The Scala wrapper over the contract (no Spark): SpillPlan, SpillFile, its stream and channel. */
+/**
+ * The Scala wrapper over the contract (no Spark): SpillPlan, SpillFile, its stream and channel.
+ * Files are in the spill format with lz4 (set for this suite), so sizes on disk differ from the
+ * bytes written: usage is checked against what each file reports on disk and the file's real size.
+ */
 class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
   private var base: Path = _
   private var roots: Array[String] = _
@@ -18,9 +22,21 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
   override def beforeEach(): Unit = {
     base = Files.createTempDirectory("spillway-plan-")
     roots = Array("a", "b").map(n => Files.createDirectory(base.resolve(n)).toString)
+    NativeLoader.load()
+    NativeSpill.configureFormat("lz4", 1, false, 128)
   }
 
-  override def afterEach(): Unit = TestFiles.deleteRecursively(base)
+  override def afterEach(): Unit = {
+    NativeSpill.configureFormat("none", 1, false, 128) // the process-wide format back to the default
+    TestFiles.deleteRecursively(base)
+  }
+
+  /** Bytes that do not compress: lz4 stores them raw, so each chunk takes more on disk than in memory. */
+  private def incompressible(n: Int): Array[Byte] = {
+    val b = new Array[Byte](n)
+    new java.util.Random(n).nextBytes(b)
+    b
+  }
 
   private def readBack(file: SpillFile): Array[Byte] = Using.resource(file.inputStream())(_.readAllBytes())
 
@@ -38,23 +54,29 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
       val expected = Array[Byte](7) ++ small ++ large.drop(10) ++ small.take(500)
       assert(readBack(file).toSeq == expected.toSeq)
       assert(file.bytesWritten == expected.length)
-      assert(plan.usedDiskSpace == expected.length)
+      assert(file.bytesOnDisk < expected.length, "the pattern compresses")
+      assert(plan.usedDiskSpace == file.bytesOnDisk)
+      assert(TestFiles.size(file.path) == file.bytesOnDisk)
     }
   }
 
   test("the output stream holds the limit: usage never exceeds it and matches the file") {
-    Using.resource(SpillPlan.create(roots, 100 * 1024)) { plan =>
+    // Room for one 256 KiB chunk of incompressible bytes (stored raw, plus framing), not two.
+    val limit = 300 * 1024
+    Using.resource(SpillPlan.create(roots, limit)) { plan =>
       val file = plan.createTmpFile()
       val out = file.outputStream()
-      val chunk = TestFiles.pattern(10 * 1024)
+      val data = incompressible(600 * 1024) // not one piece repeated: lz4 would find the repeats
       val e = intercept[SpillLimitExceededException] {
-        (1 to 20).foreach(_ => out.write(chunk))
+        data.grouped(10 * 1024).foreach(out.write)
         out.close()
       }
       assert(e.getMessage.contains("spark.spillway.maxTempDirectorySize"))
-      assert(plan.usedDiskSpace <= 100 * 1024)
+      assert(plan.usedDiskSpace <= limit)
       assert(TestFiles.size(file.path) == plan.usedDiskSpace)
-      assert(file.bytesWritten == plan.usedDiskSpace)
+      assert(file.bytesOnDisk == plan.usedDiskSpace)
+      assert(file.bytesOnDisk > 256 * 1024, "the file keeps its whole first chunk")
+      assert(file.bytesWritten >= 256 * 1024, "the writes that filled the kept chunk count")
     }
   }
 
@@ -63,7 +85,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
       val file = plan.createTmpFile()
       val out = file.outputStream(16)
       out.write(Array[Byte](1, 2, 3))
-      assert(TestFiles.size(file.path) == 0) // still buffered
+      assert(file.bytesWritten == 0) // still in the stream's buffer
       out.close()
       out.close()
       assert(readBack(file).toSeq == Seq[Byte](1, 2, 3))
@@ -94,10 +116,13 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     val b = plan.createTmpFile()
     a.write(ByteBuffer.allocate(100), 0, 100)
     b.write(ByteBuffer.allocate(50), 0, 50)
+    a.finishWrite()
+    b.finishWrite()
+    assert(plan.usedDiskSpace == a.bytesOnDisk + b.bytesOnDisk)
     a.release()
     a.release()
     assert(!TestFiles.exists(a.path))
-    assert(plan.usedDiskSpace == 50)
+    assert(plan.usedDiskSpace == b.bytesOnDisk && b.bytesOnDisk > 0)
     intercept[IllegalStateException](a.write(ByteBuffer.allocate(1), 0, 1))
     plan.close()
     b.release()
@@ -124,7 +149,9 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
       val file = plan.createTmpFile()
       intercept[IllegalArgumentException](file.write(ByteBuffer.allocate(10), 5, 6))
-      assert(plan.usedDiskSpace == 0)
+      assert(file.bytesWritten == 0)
+      file.finishWrite()
+      assert(readBack(file).isEmpty, "nothing of the refused write reached the file")
     }
   }
 
@@ -147,7 +174,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     }
     val d = SpillwayMetrics.snapshot() - before
     assert(d.plansCreated == 2 && d.plansReleased == 2 && d.plansSpilled == 1)
-    assert(d.filesCreated == 3 && d.bytesWritten == 3000)
+    assert(d.filesCreated == 3 && d.bytesWritten == 3000) // logical bytes, before compression
     assert(d.dirsCreated == planDirs.size) // one per local dir the plan spilled into
   }
 }

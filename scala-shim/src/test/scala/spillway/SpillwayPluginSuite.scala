@@ -115,25 +115,34 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
         "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
-    // Two tasks spill 1 MiB each; one of them then tries a write over its plan's limit.
+    // Two tasks spill 1 MiB each (incompressible: lz4 stores it raw, so it takes 1 MiB and its
+    // framing on disk); one of them then tries a second file, whose first 256 KiB chunk would pass
+    // its plan's limit of 1 MiB + 128 KiB: refused, keeping nothing.
     val sc = spark.sparkContext
     val MiB = this.MiB // a local: the task closure must not capture the suite
-    sc.setLocalProperty(SpillwayConf.MaxTempDirectorySizeKey, "1536k")
-    val refused = try {
+    sc.setLocalProperty(SpillwayConf.MaxTempDirectorySizeKey, "1152k")
+    val outcomes = try {
       sc.parallelize(0 until 2, 2).map { p =>
-        val file = TaskSpill.plan().createTmpFile()
-        Using.resource(file.outputStream())(_.write(TestFiles.pattern(MiB, p)))
-        if (p == 0) {
+        val plan = TaskSpill.plan()
+        val data = new Array[Byte](MiB)
+        new java.util.Random(p).nextBytes(data)
+        val file = plan.createTmpFile()
+        Using.resource(file.outputStream())(_.write(data))
+        val outcome = if (p == 0) {
+          val second = plan.createTmpFile()
           try {
-            Using.resource(file.outputStream())(_.write(TestFiles.pattern(MiB, p)))
+            Using.resource(second.outputStream())(_.write(data))
             "written"
           } catch {
             case _: SpillLimitExceededException => "refused"
           }
         } else ""
-      }.collect().mkString
+        (outcome, file.bytesOnDisk, plan.usedDiskSpace)
+      }.collect()
     } finally sc.setLocalProperty(SpillwayConf.MaxTempDirectorySizeKey, null)
-    assert(refused == "refused")
+    assert(outcomes.map(_._1).mkString == "refused")
+    assert(outcomes.forall { case (_, onDisk, used) => onDisk == used && onDisk > MiB }, outcomes.toSeq)
+    val onDisk = outcomes.map(_._2).sum
     // A plan whose only local dir does not exist: its first file fails on the filesystem.
     val broken = NativeSpill.createPlan(Array(base.resolve("missing").toString), MiB)
     try intercept[IOException](NativeSpill.createTmpFile(broken))
@@ -144,9 +153,9 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     withClue(s"before $before, after $after: ") {
       assert(delta("plansSpilled") == 2)
       assert(delta("dirsCreated") == 2)
-      assert(delta("spillFiles") == 2)
-      assert(delta("bytesSpilled") == 2 * MiB)
-      assert(delta("logicalBytesSpilled") == 0, "raw files: only framed files and sort runs have plain bytes of their own")
+      assert(delta("spillFiles") == 3)
+      assert(delta("bytesSpilled") == onDisk, "bytes on disk, as the files report them")
+      assert(delta("logicalBytesSpilled") == 2 * MiB, "the bytes written, before framing")
       assert(delta("limitFailures") == 1)
       assert(delta("filesystemErrors") >= 1)
       assert(delta("livePlans") == 0 && delta("bytesInUse") == 0, "the tasks' plans are released")

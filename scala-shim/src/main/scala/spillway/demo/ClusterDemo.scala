@@ -20,7 +20,9 @@ final case class ExecutorReport(
     orphansRemovedAtStart: Int,
     sweepFailures: Seq[String],
     planDirs: Seq[String], // while spilling
-    bytesSpilled: Long,
+    bytesSpilled: Long, // on disk: compressed, framed
+    logicalBytesSpilled: Long, // written by the task
+    filesBytesOnDisk: Long, // what the task's files report on disk
     leftovers: Seq[String], // spillway-* entries in this executor's and its siblings' blockmgr dirs
     metrics: Map[String, Long]) // the plugin's gauges, read back from Spark's metrics system
 
@@ -74,7 +76,8 @@ object ClusterDemo {
         Using.resource(file.outputStream())(out => writePattern(out, BytesPerFile, i))
         file
       }
-      report(planDirs = files.map(f => new File(f.path).getParent).distinct, bytesSpilled = plan.usedDiskSpace)
+      report(planDirs = files.map(f => new File(f.path).getParent).distinct, bytesSpilled = plan.usedDiskSpace,
+        logicalBytesSpilled = files.map(_.bytesWritten).sum, filesBytesOnDisk = files.map(_.bytesOnDisk).sum)
     }
     spilled.foreach(r => println(s"spill: ${describe(r)}"))
     check(spilled.map(_.executorId).distinct.size == executors, s"not one spilling task per executor: ${spilled.map(_.executorId)}")
@@ -82,8 +85,9 @@ object ClusterDemo {
     spilled.foreach { r =>
       check(r.pluginStarted && r.loadedFrom != null, s"executor ${r.executorId}: SpillwayPlugin did not start (spark.plugins unset?)")
       check(r.sweepFailures.isEmpty, s"executor ${r.executorId}: sweep failures ${r.sweepFailures}")
-      check(r.planDirs.size == 1 && r.bytesSpilled == FilesPerTask * BytesPerFile,
-        s"executor ${r.executorId}: expected one plan dir and ${FilesPerTask * BytesPerFile} bytes, got ${r.planDirs} and ${r.bytesSpilled}")
+      check(r.planDirs.size == 1 && r.logicalBytesSpilled == FilesPerTask * BytesPerFile && r.bytesSpilled == r.filesBytesOnDisk && r.bytesSpilled > 0,
+        s"executor ${r.executorId}: expected one plan dir, ${FilesPerTask * BytesPerFile} bytes written and the plan counting its files' " +
+          s"bytes on disk, got ${r.planDirs}, ${r.logicalBytesSpilled} written, ${r.bytesSpilled} counted, ${r.filesBytesOnDisk} in the files")
     }
 
     // 2. Nothing left once the tasks are done; the gauges saw the spill.
@@ -92,7 +96,8 @@ object ClusterDemo {
     after.foreach { r =>
       check(r.leftovers.isEmpty, s"executor ${r.executorId}: left behind ${r.leftovers}")
       check(r.metrics.get("livePlans").contains(0L), s"executor ${r.executorId}: livePlans ${r.metrics.get("livePlans")}")
-      check(r.metrics.getOrElse("plansSpilled", 0L) >= 1 && r.metrics.getOrElse("bytesSpilled", 0L) >= FilesPerTask * BytesPerFile,
+      check(r.metrics.getOrElse("plansSpilled", 0L) >= 1 && r.metrics.getOrElse("logicalBytesSpilled", 0L) >= FilesPerTask * BytesPerFile &&
+        r.metrics.getOrElse("bytesSpilled", 0L) > 0,
         s"executor ${r.executorId}: plugin gauges do not show the spill: ${r.metrics}")
     }
 
@@ -151,7 +156,7 @@ object ClusterDemo {
     }.collect().toSeq.sortBy(_.executorId)
 
   /** Runs inside a task: this executor's state. */
-  private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0): ExecutorReport = {
+  private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0, logicalBytesSpilled: Long = 0, filesBytesOnDisk: Long = 0): ExecutorReport = {
     val startup = SpillwayPlugin.startup
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (blockManagerDirs, _) = SpillwayPlugin.blockManagerDirs(localDirs)
@@ -164,6 +169,8 @@ object ClusterDemo {
       sweepFailures = startup.fold(Seq.empty[String])(_.sweepFailures),
       planDirs = planDirs,
       bytesSpilled = bytesSpilled,
+      logicalBytesSpilled = logicalBytesSpilled,
+      filesBytesOnDisk = filesBytesOnDisk,
       leftovers = if (planDirs.nonEmpty) Nil else spillwayEntries(blockManagerDirs),
       metrics = SpillwayPluginMetrics.values().getOrElse(Map.empty))
   }
@@ -189,7 +196,7 @@ object ClusterDemo {
   private def describe(r: ExecutorReport): String =
     s"executor ${r.executorId} (pid ${r.pid}): library ${Option(r.loadedFrom).fold("NOT loaded")(p => Paths.get(p).getFileName.toString)}, " +
       s"orphans swept at start ${r.orphansRemovedAtStart}" +
-      (if (r.planDirs.nonEmpty) s", spilled ${r.bytesSpilled} bytes into ${r.planDirs.mkString(", ")}" else "") +
+      (if (r.planDirs.nonEmpty) s", spilled ${r.logicalBytesSpilled} bytes (${r.bytesSpilled} on disk) into ${r.planDirs.mkString(", ")}" else "") +
       (if (r.planDirs.isEmpty) s", left ${r.leftovers.size}" else "") +
       (if (r.metrics.nonEmpty) s", gauges ${SpillwayPlugin.MetricNames.flatMap(n => r.metrics.get(n).map(v => s"$n=$v")).mkString(" ")}" else "")
 }

@@ -10,14 +10,15 @@ import org.apache.spark.SparkEnv
 import org.apache.spark.spillway.{NativeSortIterator, SpillwayConf}
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, NativeSort, SpillwayMetrics, TaskSpill}
+import spillway.{NativeLoader, NativeSort, NativeSpill, SpillwayMetrics, TaskSpill}
 
 /** What one demo task did. */
 final case class TaskReport(
     partition: Int,
     spilled: Boolean,
     files: Int,
-    bytes: Long,
+    logicalBytes: Long, // written by the task
+    bytes: Long, // on disk: compressed, framed
     planDirs: Seq[String])
 
 /** What one sort task did. */
@@ -27,6 +28,7 @@ final case class SortReport(
     outOfOrder: Long,
     runs: Long,
     bytesSpilled: Long,
+    logicalBytesSpilled: Long,
     taskDiskBytesSpilled: Long,
     planDirsWhileSorting: Seq[String])
 
@@ -34,10 +36,15 @@ final case class SortReport(
  * Runs two Spark local-mode jobs:
  *
  *  1. the lifecycle: every task asks for its spill plan and half of them spill a few MiB through
- *     it; prints plans, plans that spilled, dirs created, bytes spilled and the dirs left (0);
+ *     it; prints plans, plans that spilled, dirs created, bytes spilled (logical, and on disk after
+ *     compression and framing) and the dirs left (0);
  *  2. the native sort: tasks sort ~1.5M records of 16-byte random keys each with a memory budget
  *     far below their size, so each spills several runs; prints per task the records, runs and
- *     bytes spilled, the plan dir it created and the dirs left after it (0).
+ *     bytes spilled (logical and on disk), the plan dir it created and the dirs left after it (0).
+ *
+ * First it prints the spill format: the codec (`spark.spillway.compression.codec`, lz4 by default)
+ * and whether spills are encrypted (`spark.io.encryption.enabled`; pass
+ * `-Dspark.io.encryption.enabled=true` to see it on).
  *
  * One local dir, so that a plan that spills creates exactly one dir. Exits with status 1 if
  * anything is left behind or a sort is out of order.
@@ -79,10 +86,17 @@ object Demo {
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     println(s"Spillway demo: library ${NativeLoader.platform()}, ${sys.props.getOrElse("spillway.library.path", "from the jar")}")
     println(s"Spark local dirs: ${localDirs.mkString(", ")}")
+    val format = SpillwayConf.spillFormat(spark.sparkContext.getConf)
+    val codec = if (format.codec == "zstd") s"zstd level ${format.zstdLevel}" else format.codec
+    val encryption =
+      if (format.encrypt) s"on (AES-${format.keyBits}-GCM, a key made in the executor's memory only)"
+      else "off (spark.io.encryption.enabled=false)"
+    println(s"spill format: codec $codec, encryption $encryption")
     println(s"$Tasks tasks; even ones spill $FilesPerSpillingTask files of ${mib(BytesPerFile)}, odd ones never spill")
     println()
 
     val before = SpillwayMetrics.snapshot()
+    val nativeBefore = nativeBytes()
     val bytesPerFile = BytesPerFile
     val filesPerTask = FilesPerSpillingTask
     val reports = spark
@@ -94,11 +108,12 @@ object Demo {
       .collect()
       .sortBy(_.partition)
     val delta = SpillwayMetrics.snapshot() - before
+    val (logical, onDisk) = nativeBytes() - nativeBefore
     val left = spillDirsUnder(localDirs)
 
     reports.foreach { r =>
       if (r.spilled) {
-        println(f"task ${r.partition}%d: spilled ${mib(r.bytes)} in ${r.files} files into ${r.planDirs.mkString(", ")}")
+        println(f"task ${r.partition}%d: spilled ${mib(r.logicalBytes)} (${r.bytes}%d bytes on disk) in ${r.files} files into ${r.planDirs.mkString(", ")}")
       } else {
         println(f"task ${r.partition}%d: plan created, never spilled: no directory, ${r.bytes}%d bytes on disk")
       }
@@ -108,12 +123,14 @@ object Demo {
     println(f"plans that spilled: ${delta.plansSpilled}%d")
     println(f"dirs created:       ${delta.dirsCreated}%d")
     println(f"files created:      ${delta.filesCreated}%d")
-    println(f"bytes spilled:      ${delta.bytesWritten}%d (${mib(delta.bytesWritten)})")
+    println(f"bytes spilled:      ${delta.bytesWritten}%d logical (${mib(delta.bytesWritten)}), $onDisk%d on disk (${mib(onDisk)}, ${ratio(onDisk, logical)})")
     println(f"plans released:     ${delta.plansReleased}%d")
     println(f"dirs left:          ${left.size}%d${if (left.isEmpty) "" else left.mkString(" (", ", ", ")")}")
 
-    val ok = left.isEmpty && delta.plansReleased == delta.plansCreated && TaskSpill.activePlans == 0
-    if (!ok) println("FAILED: the lifecycle left something behind")
+    val expected = (Tasks + 1) / 2 * FilesPerSpillingTask * BytesPerFile
+    val ok = left.isEmpty && delta.plansReleased == delta.plansCreated && TaskSpill.activePlans == 0 &&
+      delta.bytesWritten == expected && logical == expected && onDisk > 0
+    if (!ok) println(s"FAILED: the lifecycle left something behind, or did not spill the $expected bytes it wrote")
     ok
   }
 
@@ -132,6 +149,7 @@ object Demo {
       .mapPartitionsWithIndex((p, _) => randomRecords(p, records))
       .nativeSortWithinPartitions()
     val started = System.nanoTime()
+    val nativeBefore = nativeBytes()
     val reports = (0 until SortTasks).map { p =>
       sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, SortMemoryBudget) // RDD jobs see local properties, not session confs
       val report =
@@ -139,13 +157,16 @@ object Demo {
         finally sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, null)
       val left = spillDirsUnder(localDirs)
       println(f"sort task ${report.partition}%d: ${report.records}%d records${if (report.outOfOrder == 0) " in order" else s", ${report.outOfOrder} OUT OF ORDER"}, " +
-        f"${report.runs}%d runs spilled, ${mib(report.bytesSpilled)} written (task diskBytesSpilled ${mib(report.taskDiskBytesSpilled)}), " +
+        f"${report.runs}%d runs spilled, ${mib(report.logicalBytesSpilled)} written, ${mib(report.bytesSpilled)} on disk " +
+        f"(task diskBytesSpilled ${mib(report.taskDiskBytesSpilled)}), " +
         f"plan dir ${report.planDirsWhileSorting.mkString(", ")}; dirs left after: ${left.size}%d")
       (report, left)
     }
     val seconds = (System.nanoTime() - started) / 1e9
     val total = reports.map(_._1.records).sum
+    val (logical, onDisk) = nativeBytes() - nativeBefore
     println(f"sorted $total%d records in $seconds%.1f s (${total / seconds / 1e6}%.2f M records/s, one task at a time, generation included)")
+    println(f"sort runs spilled:  $logical%d logical (${mib(logical)}), $onDisk%d on disk (${mib(onDisk)}, ${ratio(onDisk, logical)})")
     val ok = reports.forall { case (r, left) =>
       r.records == RecordsPerSortTask && r.outOfOrder == 0 && r.runs > 1 && r.planDirsWhileSorting.size == 1 && left.isEmpty
     } && TaskSpill.activePlans == 0
@@ -185,6 +206,7 @@ object Demo {
       outOfOrder,
       stats.fold(0L)(_.runs),
       stats.fold(0L)(_.spilledBytes),
+      stats.fold(0L)(_.spilledLogicalBytes),
       task.taskMetrics().diskBytesSpilled,
       dirs)
   }
@@ -211,6 +233,7 @@ object Demo {
       partition,
       spilled = written.nonEmpty,
       files = written.size,
+      logicalBytes = written.map(_.bytesWritten).sum,
       bytes = plan.usedDiskSpace,
       planDirs = written.map(f => new File(f.path).getParent).distinct)
   }
@@ -224,6 +247,21 @@ object Demo {
     }
 
   private def mib(bytes: Long): String = f"${bytes / (1024.0 * 1024)}%.1f MiB"
+
+  private def ratio(onDisk: Long, logical: Long): String =
+    if (logical == 0) "nothing written" else f"${onDisk.toDouble / logical}%.3f of the logical bytes"
+
+  /** The library's counters of this JVM (local mode: the executor's): logical and on-disk bytes. */
+  private final case class NativeBytes(logical: Long, onDisk: Long) {
+    def -(earlier: NativeBytes): (Long, Long) = (logical - earlier.logical, onDisk - earlier.onDisk)
+  }
+
+  private def nativeBytes(): NativeBytes = {
+    NativeLoader.load()
+    val stats = new Array[Long](NativeSpill.STATS_LENGTH)
+    NativeSpill.stats(stats)
+    NativeBytes(logical = stats(9), onDisk = stats(4))
+  }
 
   private def deleteRecursively(path: Path): Unit =
     if (Files.exists(path)) {
