@@ -95,8 +95,11 @@ public final class NativeSpill {
    * Appends {@code length} bytes of {@code buf} starting at the absolute index {@code offset}
    * (not the buffer's position, which is left unchanged); requires
    * {@code 0 <= offset, 0 <= length, offset + length <= buf.limit()}. Direct or heap buffers.
-   * All or nothing against the plan's limit. A heap buffer is copied in bounded chunks, so a
-   * write of any size needs no memory in proportion to it outside the Java heap.
+   * To a file from {@link #createTmpFile}: all or nothing against the plan's limits, and a failed
+   * write leaves the file as it was. To a file from {@link #createFramedFile}: the bytes are
+   * framed, and each chunk that fills is appended all or nothing (see there). A heap buffer is
+   * copied in bounded chunks, so a write of any size needs no memory in proportion to it outside
+   * the Java heap.
    *
    * @return {@code length}
    */
