@@ -70,6 +70,15 @@ lazy val spillway = (project in file("."))
     Test / parallelExecution := false,
     Test / testForkedParallel := false,
     Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1),
+    // The forked test JVM's java.io.tmpdir is under target/ and removed after the tests: Spark
+    // leaves a spark-* temp dir of its own there for its shutdown hook, which a forked JVM
+    // ending under sbt does not always get to run. The suites still remove what they create.
+    Test / javaOptions += {
+      val tmp = target.value / "test-tmp"
+      IO.createDirectory(tmp)
+      s"-Djava.io.tmpdir=$tmp"
+    },
+    Test / testOptions += Tests.Cleanup(() => IO.delete(target.value / "test-tmp")),
     Test / javaOptions ++= sparkJava17Options ++ Seq(
       "-Xmx2g",
       s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",

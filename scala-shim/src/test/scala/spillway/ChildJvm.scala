@@ -91,7 +91,7 @@ object ChildJvm {
     val java = Paths.get(sys.props("java.home"), "bin", "java").toString
     val inherited = ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { a =>
       a.startsWith("--add-opens") || a.startsWith("-Djdk.reflect") || a.startsWith("-Dio.netty") ||
-      a.startsWith("-Dlog4j2.configurationFile")
+      a.startsWith("-Dlog4j2.configurationFile") || a.startsWith("-Djava.io.tmpdir") // the test run's, removed after it
     }
     val library = sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p")
     val command = Seq(java) ++ inherited ++ library ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args

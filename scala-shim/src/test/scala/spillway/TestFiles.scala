@@ -42,12 +42,29 @@ object TestFiles {
 
   def size(path: String): Long = Files.size(Paths.get(path))
 
-  def deleteRecursively(path: Path): Unit =
-    if (Files.exists(path)) {
-      Using.resource(Files.walk(path)) { paths =>
-        paths.sorted(Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+  /**
+   * Deletes `path` and everything below it. Spark's threads may still create or delete entries
+   * below it for a moment after `SparkSession.stop()`, so a pass that meets a change is tried
+   * again, for up to 5 s; what is still there then is an error naming it.
+   */
+  def deleteRecursively(path: Path): Unit = {
+    val deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5)
+    var last: Throwable = null
+    while (Files.exists(path, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      try {
+        Using.resource(Files.walk(path)) { paths =>
+          paths.sorted(Comparator.reverseOrder[Path]()).forEach(p => Files.deleteIfExists(p))
+        }
+      } catch {
+        case e @ (_: java.io.IOException | _: java.io.UncheckedIOException) =>
+          last = e
+          if (System.nanoTime() > deadline) {
+            throw new java.io.IOException(s"could not delete $path within 5 s", last)
+          }
+          Thread.sleep(50)
       }
     }
+  }
 
   /** `n` bytes of a pattern that differs per `seed`, so misplaced or reordered bytes show. */
   def pattern(n: Int, seed: Int = 0): Array[Byte] = Array.tabulate[Byte](n)(i => ((i * 31 + seed * 7) ^ (i >>> 8)).toByte)
@@ -64,7 +81,9 @@ object TestFiles {
    */
   def runJvm(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil): ProcessResult = {
     val java = Paths.get(sys.props("java.home"), "bin", "java").toString
-    val command = Seq(java) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
+    // The test run's tmpdir (removed after it) first, so that a child's own -Djava.io.tmpdir wins.
+    val tmpdir = s"-Djava.io.tmpdir=${sys.props("java.io.tmpdir")}"
+    val command = Seq(java, tmpdir) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
     val process = new ProcessBuilder(command: _*).redirectErrorStream(true).start()
     process.getOutputStream.close()
     val output = new StringBuilder
