@@ -191,14 +191,7 @@ func TestDecodeUnsealed(t *testing.T) {
 		require.NoError(t, r.ConfigureFormat(codec, 3, false, 128))
 		h, err := r.CreatePlan(ld, 1<<30, Unlimited)
 		require.NoError(t, err)
-		fh, err := r.CreateFramedFile(h)
-		require.NoError(t, err)
-		require.NoError(t, r.Write(fh, data))
-		require.NoError(t, r.FinishWrite(fh))
-		path, err := r.Path(fh)
-		require.NoError(t, err)
-		file, err := os.ReadFile(path)
-		require.NoError(t, err)
+		file := framedFileBytes(t, r, h, data)
 		require.NoError(t, r.ReleasePlan(h))
 
 		out := make([]byte, len(data))
@@ -224,14 +217,22 @@ func TestDecodeUnsealed(t *testing.T) {
 	h, err := r.CreatePlan(ld, 1<<30, Unlimited)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.ReleasePlan(h)) }()
+	sealed := framedFileBytes(t, r, h, data)
+	_, err = DecodeUnsealed(sealed, make([]byte, len(data)))
+	assert.EqualError(t, err, "spill chunk file header: the file is sealed with a 256-bit key and no key was given")
+}
+
+// framedFileBytes writes data to a new framed file of plan h, finishes it and returns the file's
+// bytes on disk.
+func framedFileBytes(t *testing.T, r *Registry, h uint64, data []byte) []byte {
+	t.Helper()
 	fh, err := r.CreateFramedFile(h)
 	require.NoError(t, err)
 	require.NoError(t, r.Write(fh, data))
 	require.NoError(t, r.FinishWrite(fh))
 	path, err := r.Path(fh)
 	require.NoError(t, err)
-	sealed, err := os.ReadFile(path)
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	_, err = DecodeUnsealed(sealed, make([]byte, len(data)))
-	assert.EqualError(t, err, "spill chunk file header: the file is sealed with a 256-bit key and no key was given")
+	return b
 }

@@ -103,6 +103,12 @@ func addAll(t testing.TB, s *Sorter, recs []rec, batchBytes int) {
 // drain reads every record with a dst of dstSize bytes, growing it when a record does not fit.
 func drain(t testing.TB, s *Sorter, dstSize int) []rec {
 	t.Helper()
+	return drainEach(t, s, dstSize, func() {})
+}
+
+// drainEach is drain, calling afterNext after every Next that returned records or the end.
+func drainEach(t testing.TB, s *Sorter, dstSize int, afterNext func()) []rec {
+	t.Helper()
 	dst := make([]byte, dstSize)
 	var out []rec
 	for {
@@ -113,6 +119,7 @@ func drain(t testing.TB, s *Sorter, dstSize int) []rec {
 			continue
 		}
 		require.NoError(t, err)
+		afterNext()
 		if n == 0 {
 			return out
 		}

@@ -59,18 +59,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// formatManager is a manager writing in format under one new root, closed when the test ends.
+func formatManager(t *testing.T, format spill.Format) (root string, m *spill.Manager) {
+	t.Helper()
+	root = t.TempDir()
+	roots, err := spill.NewRoots([]string{root})
+	require.NoError(t, err)
+	m, err = spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Format: &format})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	return root, m
+}
+
 // Records the sort spills in every format come back sorted; the stats count the bytes on disk
 // and the records' bytes; sealed runs hold no plaintext, compressed ones take less disk.
 func TestRunsInEveryFormat(t *testing.T) {
 	marker := []byte("PLAINTEXT-MARKER-")
 	for _, f := range allFormats() {
 		t.Run(f.name, func(t *testing.T) {
-			root := t.TempDir()
-			roots, err := spill.NewRoots([]string{root})
-			require.NoError(t, err)
-			m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Format: &f.format})
-			require.NoError(t, err)
-			defer m.Close()
+			root, m := formatManager(t, f.format)
 			s := newSorter(t, m, 64<<10)
 			recs := manyRuns(31, 20_000, 24)
 			for i := range recs {
@@ -110,16 +117,11 @@ func TestRunsInEveryFormat(t *testing.T) {
 func TestCorruptRunFailsNextNamingFileAndChunk(t *testing.T) {
 	for _, f := range allFormats() {
 		t.Run(f.name, func(t *testing.T) {
-			root := t.TempDir()
-			roots, err := spill.NewRoots([]string{root})
-			require.NoError(t, err)
-			m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Format: &f.format})
-			require.NoError(t, err)
-			defer m.Close()
+			root, m := formatManager(t, f.format)
 			s := newSorter(t, m, 1<<20)
 			recs := randomRecords(32, 5000, 16, 40)
 			addAll(t, s, recs[:2500], 4096)
-			_, err = s.Spill()
+			_, err := s.Spill()
 			require.NoError(t, err)
 			addAll(t, s, recs[2500:], 4096)
 			_, err = s.Spill()

@@ -3,7 +3,6 @@ package extsort
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
@@ -79,22 +78,7 @@ func addSpilling(t *testing.T, s *Sorter, p *peakMeter, recs []rec, perRun int) 
 
 func drainSampling(t *testing.T, s *Sorter, p *peakMeter, dstSize int) []rec {
 	t.Helper()
-	dst := make([]byte, dstSize)
-	var out []rec
-	for {
-		n, err := s.Next(dst)
-		var tooLarge *RecordTooLargeError
-		if errors.As(err, &tooLarge) {
-			dst = make([]byte, tooLarge.Need)
-			continue
-		}
-		require.NoError(t, err)
-		p.sample()
-		if n == 0 {
-			return out
-		}
-		out = append(out, decode(t, bytes.Clone(dst[:n]))...)
-	}
+	return drainEach(t, s, dstSize, p.sample)
 }
 
 func TestThousandsOfRunsHoldTheBudget(t *testing.T) {
