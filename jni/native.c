@@ -162,18 +162,32 @@ int spillway_buffer(JNIEnv *env, jobject buf, jint *limit, void **addr) {
 	return 0;
 }
 
+// backing_array returns a heap buffer's array (a local ref) and sets *base to the array index
+// of the buffer's index 0; NULL with an exception pending if the JVM failed.
+static jbyteArray backing_array(JNIEnv *env, jobject buf, jint *base) {
+	*base = (*env)->CallIntMethod(env, buf, buffer_array_offset);
+	if ((*env)->ExceptionCheck(env)) {
+		return NULL;
+	}
+	jbyteArray array = (jbyteArray)(*env)->CallObjectMethod(env, buf, buffer_array);
+	if ((*env)->ExceptionCheck(env)) {
+		if (array != NULL) {
+			(*env)->DeleteLocalRef(env, array);
+		}
+		return NULL;
+	}
+	return array;
+}
+
 int spillway_copy_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, void *dst) {
 	jboolean has_array = (*env)->CallBooleanMethod(env, buf, buffer_has_array);
 	if ((*env)->ExceptionCheck(env)) {
 		return -1;
 	}
 	if (has_array) {
-		jint base = (*env)->CallIntMethod(env, buf, buffer_array_offset);
-		if ((*env)->ExceptionCheck(env)) {
-			return -1;
-		}
-		jbyteArray array = (jbyteArray)(*env)->CallObjectMethod(env, buf, buffer_array);
-		if ((*env)->ExceptionCheck(env)) {
+		jint base;
+		jbyteArray array = backing_array(env, buf, &base);
+		if (array == NULL) {
 			return -1;
 		}
 		(*env)->GetByteArrayRegion(env, array, base + offset, length, (jbyte *)dst);
@@ -226,12 +240,9 @@ int spillway_buffer_read_only(JNIEnv *env, jobject buf) {
 }
 
 int spillway_copy_to_heap_buffer(JNIEnv *env, jobject buf, jint offset, jint length, const void *src) {
-	jint base = (*env)->CallIntMethod(env, buf, buffer_array_offset);
-	if ((*env)->ExceptionCheck(env)) {
-		return -1;
-	}
-	jbyteArray array = (jbyteArray)(*env)->CallObjectMethod(env, buf, buffer_array);
-	if ((*env)->ExceptionCheck(env)) {
+	jint base;
+	jbyteArray array = backing_array(env, buf, &base);
+	if (array == NULL) {
 		return -1;
 	}
 	(*env)->SetByteArrayRegion(env, array, base + offset, length, (const jbyte *)src);
