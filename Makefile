@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-jvm cluster-test pyspark-example soak fuzz bench bench-sort bench-sql clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-c test-jvm cluster-test pyspark-example soak fuzz bench bench-sort bench-sql clean
 
 all: lib
 
@@ -47,7 +47,7 @@ jar: lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
 demo: lib
 	$(SBT) run
 
-test: test-go test-jvm cluster-test pyspark-example
+test: test-go test-c test-jvm cluster-test pyspark-example
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest.
@@ -64,6 +64,12 @@ test-go:
 
 fuzz:
 	$(MAKE) test-go FUZZTIME=5m
+
+# The C ABI (include/spillway.h) from a plain C program linked to the library, with no JVM: the
+# exports are exactly the JNI entry points and the header's functions; a full disk is a real
+# tmpfs, mounted for the run (as root) and removed on exit. See test/c/run.sh.
+test-c: lib
+	test/c/run.sh
 
 # One sbt launch runs every JVM suite in one forked JVM against build/libspillway.so (Spark in local
 # mode included). XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM

@@ -145,7 +145,7 @@ int32_t spillway_file_create(int64_t plan, int64_t *file_out, spillway_error *er
 /* Appends len bytes of buf (copied before the call returns). The bytes are framed: whole chunks
  * are appended to disk as they fill, each all or nothing against the limits; the call returns
  * SPILLWAY_OK only if every byte was taken. After a failed write the file takes no more writes
- * (every later write and finish fails): release it. len 0 is a no-op (buf may then be NULL).
+ * (every later write and finish fails): release it. len 0 writes nothing (buf may then be NULL).
  * Errors: INVALID_ARGUMENT (NULL buf with len > 0, len < 0), INVALID_HANDLE (unknown file, or
  * finished), LIMIT_EXCEEDED, IO. */
 int32_t spillway_file_write(int64_t file, const uint8_t *buf, int64_t len, spillway_error *err);
