@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-c test-jvm cluster-test pyspark-example soak fuzz bench bench-sort bench-sql clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-c test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql clean
 
 all: lib
 
@@ -102,6 +102,11 @@ pyspark-example: jar
 # the latest. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
 bench: lib
 	project/bench.sh
+
+# A never-spilling plan's create + release through the C ABI (a C program linked to the library)
+# beside the same on plan.Registry in Go, in one run; see test/c/bench.sh. About a minute.
+bench-c: lib
+	test/c/bench.sh
 
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark). Arguments: records partitions memory runs.

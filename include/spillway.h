@@ -21,6 +21,10 @@
  *   every internal failure (a Go panic included) becomes a status; no call raises a Java exception
  *   or touches a JNIEnv. The library needs no JVM: the Go runtime initialises when the library is
  *   loaded (linked or dlopen'ed), and JNI_OnLoad is never needed by these functions.
+ * Loading: in a JVM the library is loaded already, without RTLD_GLOBAL (System.load), so
+ *   dlsym(RTLD_DEFAULT, ...) does not find these symbols: dlopen(path, RTLD_NOW | RTLD_NOLOAD) with
+ *   the path spillway.NativeLoader.loadedFrom() returns gives the loaded instance. Never load a
+ *   second copy from another path: it would be a second Go runtime with its own registry.
  * Handles: int64_t, never 0. A handle that is unknown, released or forged gives
  *   SPILLWAY_ERR_INVALID_HANDLE; handles are never reused, so a stale one can never reach a newer
  *   plan or file. Plan, file, reader and local-dirs handles are distinct kinds.
