@@ -3,6 +3,7 @@
 // gives it a scratch dir and the mount point of a small tmpfs for the disk-full test.
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 
 #include "spillway.h"
 
-static int failures;
+static _Atomic int failures;
 static const char *current;
 
 #define CHECK(cond, ...)                                                                  \
@@ -616,6 +617,49 @@ static void test_disk_full(const char *tmpfs) {
 	remove_root(root);
 }
 
+// Threads at once: each with plans of its own from one registration, and all writing files of
+// one shared plan; every byte comes back, and the shared plan counts exactly what its files hold.
+enum { THREADS = 4, ROUNDS = 20 };
+static int64_t shared_plan, shared_dirs;
+
+static void *concurrent_worker(void *arg) {
+	int id = (int)(intptr_t)arg;
+	uint8_t data[70000];
+	fill(data, sizeof data, (uint32_t)id, id % 2);
+	for (int round = 0; round < ROUNDS; round++) {
+		int64_t own = 0;
+		OK(spillway_plan_create_in(shared_dirs, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &own, E));
+		int64_t mine = write_file(own, data, sizeof data);
+		int64_t shared = write_file(shared_plan, data, sizeof data);
+		read_all(mine, data, sizeof data, 4096);
+		read_all(shared, data, sizeof data, 65536);
+		OK(spillway_file_release(shared, E));
+		OK(spillway_plan_release(own, E));
+	}
+	return NULL;
+}
+
+static void test_concurrency(void) {
+	current = "concurrency";
+	const char *roots[2] = {make_root(0, "concurrent-a"), make_root(1, "concurrent-b")};
+	OK(spillway_local_dirs_register(roots, 2, &shared_dirs, E));
+	OK(spillway_plan_create_in(shared_dirs, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &shared_plan, E));
+	pthread_t threads[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		CHECK(pthread_create(&threads[i], NULL, concurrent_worker, (void *)(intptr_t)i) == 0, "pthread_create");
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(threads[i], NULL);
+	}
+	int64_t used = -1;
+	OK(spillway_plan_used_disk_space(shared_plan, &used, E));
+	CHECK(used == 0, "the shared plan counts %lld bytes with no file left", (long long)used);
+	OK(spillway_plan_release(shared_plan, E));
+	OK(spillway_local_dirs_release(shared_dirs, E));
+	remove_root(roots[0]);
+	remove_root(roots[1]);
+}
+
 int main(int argc, char **argv) {
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s SCRATCH_DIR TMPFS_DIR\n", argv[0]);
@@ -629,6 +673,7 @@ int main(int argc, char **argv) {
 	test_plan_limit();
 	test_executor_limit();
 	test_release_removes_everything();
+	test_concurrency();
 	test_bad_inputs();
 	test_format();
 	test_disk_full(argv[2]);

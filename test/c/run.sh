@@ -27,7 +27,7 @@ cleanup() {
 trap cleanup EXIT
 
 cc=${CC:-gcc}
-$cc -std=c11 -O1 -g -Wall -Wextra -Werror -Iinclude -o "$work/capi_test" test/c/capi_test.c \
+$cc -std=c11 -O1 -g -Wall -Wextra -Werror -Iinclude -o "$work/capi_test" test/c/capi_test.c -pthread \
 	-Lbuild -lspillway -Wl,-rpath,"$(readlink -f build)"
 # The header also compiles as C++ (extern "C", no C-only syntax).
 if command -v g++ >/dev/null; then
