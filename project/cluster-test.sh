@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real multi-process run of Spillway (`make cluster-test`): a Spark standalone master and two
 # workers on loopback, from the Spark distribution inside the pyspark package on PyPI, and
-# spark-submit of spillway.demo.ClusterDemo from the jar with spark.plugins=spillway.SpillwayPlugin.
+# spark-submit of spillway.demo.ClusterDemo from the demo jar, the product jar beside it, with
+# spark.plugins=spillway.demo.ClusterDemoPlugin (the product's plugin, observed by the demo).
 #
 # Checks: every executor JVM started the plugin (library loaded, orphan sweep done: its log line),
 # spilled, and left no plan dir; an executor killed mid-spill left an orphan that its replacement's
@@ -13,7 +14,7 @@
 # the workers and their executors are stopped on exit, however the script ends.
 #
 # Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600).
-# Needs the jar: run through `make cluster-test`, which builds it.
+# Needs the product and demo jars: run through `make cluster-test`, which builds them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,8 +25,11 @@ log() { echo "cluster-test: $*"; }
 
 started=$(date +%s)
 jar="$(ls target/scala-2.13/spillway_2.13-*.jar 2>/dev/null | head -1 || true)"
-[[ -f "$jar" ]] || die "no jar in target/scala-2.13: run \`make jar\` first"
+[[ -f "$jar" ]] || die "no jar in target/scala-2.13: run \`make cluster-test\`"
 jar="$repo_root/$jar"
+demo_jar="$(ls scala-shim/demo/target/scala-2.13/spillway-demo_2.13-*.jar 2>/dev/null | head -1 || true)"
+[[ -f "$demo_jar" ]] || die "no demo jar in scala-shim/demo/target/scala-2.13: run \`make cluster-test\`"
+demo_jar="$repo_root/$demo_jar"
 
 # ---- Spark: pyspark==<the version the jar is built against> in a venv under build/ ----
 # shellcheck source=project/pyspark-venv.sh
@@ -117,8 +121,8 @@ log "2 workers registered; submitting spillway.demo.ClusterDemo"
 submit_status=0
 timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
   --master "$master" --deploy-mode client \
-  --class spillway.demo.ClusterDemo \
-  --conf spark.plugins=spillway.SpillwayPlugin \
+  --class spillway.demo.ClusterDemo --jars "$jar" \
+  --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
   --conf spark.executor.cores=1 --conf spark.cores.max=2 \
   --conf spark.executor.memory=512m --driver-memory 512m \
   --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
@@ -126,7 +130,7 @@ timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
   --conf spark.local.dir="$cluster/driver-local" \
   --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
   --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
-  "$jar" 2 >"$cluster/submit.out" 2>"$cluster/submit.err" || submit_status=$?
+  "$demo_jar" 2 >"$cluster/submit.out" 2>"$cluster/submit.err" || submit_status=$?
 cat "$cluster/submit.out"
 if [[ $submit_status -ne 0 ]] || ! grep -q "cluster demo: all checks passed" "$cluster/submit.out"; then
   tail -40 "$cluster/submit.err" >&2

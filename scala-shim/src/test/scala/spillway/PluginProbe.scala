@@ -39,7 +39,7 @@ object PluginProbe {
       try {
         SparkSession.builder().master("local[1]").appName("plugin-probe")
           .config("spark.ui.enabled", "false")
-          .config("spark.plugins", classOf[SpillwayPlugin].getName)
+          .config("spark.plugins", classOf[ObservedSpillwayPlugin].getName)
           .config(key, value)
           .getOrCreate()
         println("started=true")
@@ -47,7 +47,7 @@ object PluginProbe {
         case t: Throwable =>
           TestFiles.causeChain(t).foreach(c => println(s"error=${c.getClass.getName}: ${c.getMessage}"))
       }
-      println(s"executorPluginStarted=${SpillwayPlugin.startup.isDefined}")
+      println(s"executorPluginStarted=${ObservedSpillwayPlugin.startup.isDefined}")
     case List("executor-failed") =>
       // The driver plugin told that an executor cannot start Spillway: the running job and every
       // later one must fail with that message.

@@ -65,7 +65,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
       .appName(getClass.getSimpleName)
       .config("spark.local.dir", root.toString)
       .config("spark.ui.enabled", "false")
-      .config("spark.plugins", classOf[SpillwayPlugin].getName)
+      .config("spark.plugins", classOf[ObservedSpillwayPlugin].getName)
       .getOrCreate()
   }
 
@@ -84,7 +84,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("at executor start the plugin removes the orphan of a dead process in a sibling blockmgr dir, and only that") {
-    val startup = SpillwayPlugin.startup.getOrElse(fail("the executor plugin did not start"))
+    val startup = ObservedSpillwayPlugin.startup.getOrElse(fail("the executor plugin did not start"))
     val own = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     assert(startup.loadedFrom == NativeLoader.loadedFrom())
     assert(startup.sweepFailures.isEmpty, startup)
@@ -104,13 +104,13 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("the plugin's metrics are in Spark's metrics system, counts as counters, and follow the native counters") {
     def metrics(): Map[String, Long] = {
-      SpillwayPlugin.expireMetrics()
-      SpillwayPluginMetrics.values().getOrElse(fail(s"no metrics source ${SpillwayPluginMetrics.SourceName}"))
+      val source = ObservedSpillwayPlugin.MetricsSource
+      SpillwayPluginMetrics.values(source).getOrElse(fail(s"no metrics source $source"))
     }
     assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
-    assert(SpillwayPluginMetrics.counterNames().contains(
+    assert(SpillwayPluginMetrics.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
       Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors",
         "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")

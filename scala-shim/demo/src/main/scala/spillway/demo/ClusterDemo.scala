@@ -6,7 +6,8 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
-import org.apache.spark.spillway.{ExecutorIds, SpillwayPluginMetrics}
+import org.apache.spark.spillway.SpillwayPluginMetrics
+import org.apache.spark.spillway.demo.ExecutorIds
 import org.apache.spark.sql.SparkSession
 
 import spillway.{NativeLoader, SpillwayPlugin, TaskSpill}
@@ -38,9 +39,10 @@ final case class ExecutorReport(
  *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it.
  *
  * Prints one line per executor per step; exits 1 if a check fails. Needs `spark.plugins=
- * spillway.SpillwayPlugin`, one core per executor and exactly `executors` executors.
+ * spillway.demo.ClusterDemoPlugin` (the product's plugin, observed), one core per executor and
+ * exactly `executors` executors.
  *
- * Usage: spark-submit --class spillway.demo.ClusterDemo spillway.jar [executors (2)]
+ * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)]
  */
 object ClusterDemo {
   private val FilesPerTask = 2
@@ -157,7 +159,7 @@ object ClusterDemo {
 
   /** Runs inside a task: this executor's state. */
   private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0, logicalBytesSpilled: Long = 0, filesBytesOnDisk: Long = 0): ExecutorReport = {
-    val startup = SpillwayPlugin.startup
+    val startup = ClusterDemoPlugin.startup
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (blockManagerDirs, _) = SpillwayPlugin.blockManagerDirs(localDirs)
     ExecutorReport(
@@ -172,7 +174,7 @@ object ClusterDemo {
       logicalBytesSpilled = logicalBytesSpilled,
       filesBytesOnDisk = filesBytesOnDisk,
       leftovers = if (planDirs.nonEmpty) Nil else spillwayEntries(blockManagerDirs),
-      metrics = SpillwayPluginMetrics.values().getOrElse(Map.empty))
+      metrics = SpillwayPluginMetrics.values(ClusterDemoPlugin.MetricsSource).getOrElse(Map.empty))
   }
 
   /** Plan dirs (`spillway-*`) and owner locks (`.spillway-*.owner`) directly inside `dirs`. */
