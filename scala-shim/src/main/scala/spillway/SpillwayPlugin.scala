@@ -14,7 +14,7 @@ import com.codahale.metrics.{Counter, Gauge, MetricRegistry}
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
-import org.apache.spark.spillway.SpillwayConf
+
 
 /**
  * Spillway's Spark plugin: `spark.plugins=spillway.SpillwayPlugin`.

@@ -1,7 +1,6 @@
 package spillway
 
 import org.apache.spark.api.plugin.ExecutorPlugin
-import org.apache.spark.spillway.SpillwayPluginMetrics
 
 /**
  * [[SpillwayPlugin]] as tests run it (`spark.plugins=spillway.ObservedSpillwayPlugin`): its

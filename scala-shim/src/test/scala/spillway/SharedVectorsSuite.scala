@@ -4,7 +4,7 @@ import java.io.ByteArrayOutputStream
 import java.nio.{ByteBuffer, ByteOrder}
 import java.nio.file.{Files, Path, Paths}
 
-import org.apache.spark.spillway.SpillwayConf
+
 import org.scalatest.funsuite.AnyFunSuite
 
 /**

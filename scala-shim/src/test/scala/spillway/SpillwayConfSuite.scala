@@ -1,7 +1,7 @@
 package spillway
 
 import org.apache.spark.SparkConf
-import org.apache.spark.spillway.SpillwayConf
+
 import org.scalatest.funsuite.AnyFunSuite
 
 /**

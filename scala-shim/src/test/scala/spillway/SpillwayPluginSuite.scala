@@ -6,7 +6,7 @@ import java.nio.file.{Files, Path}
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.spillway.{SpillwayConf, SpillwayPluginMetrics}
+
 import org.apache.spark.sql.SparkSession
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite

@@ -6,11 +6,10 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
-import org.apache.spark.spillway.SpillwayPluginMetrics
 import org.apache.spark.spillway.demo.ExecutorIds
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, SpillwayPlugin, TaskSpill}
+import spillway.{NativeLoader, SpillwayPlugin, SpillwayPluginMetrics, TaskSpill}
 
 /** What one executor saw; built inside a task. */
 final case class ExecutorReport(

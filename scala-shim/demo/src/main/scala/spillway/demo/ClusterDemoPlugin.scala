@@ -1,9 +1,8 @@
 package spillway.demo
 
 import org.apache.spark.api.plugin.ExecutorPlugin
-import org.apache.spark.spillway.SpillwayPluginMetrics
 
-import spillway.{SpillwayExecutorPlugin, SpillwayPlugin, SpillwayStartup}
+import spillway.{SpillwayExecutorPlugin, SpillwayPlugin, SpillwayPluginMetrics, SpillwayStartup}
 
 /**
  * [[SpillwayPlugin]] as [[ClusterDemo]] runs it (`spark.plugins=spillway.demo.ClusterDemoPlugin`):

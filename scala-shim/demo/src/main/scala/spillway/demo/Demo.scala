@@ -7,10 +7,9 @@ import java.util.Comparator
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.spillway.{NativeSortIterator, SpillwayConf}
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, NativeSort, NativeSpill, SpillwayMetrics, TaskSpill}
+import spillway.{NativeLoader, NativeSort, NativeSortIterator, NativeSpill, SpillwayConf, SpillwayMetrics, TaskSpill}
 
 /** What one demo task did. */
 final case class TaskReport(

@@ -1,12 +1,12 @@
-package org.apache.spark.spillway
+package spillway
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.SparkEnv
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * Spillway's plugin metrics as this JVM's Spark metrics system holds them (what its sinks report),
- * read back for checks. Lives under org.apache.spark because Spark's MetricsSystem is private[spark].
+ * read back for checks (through [[SparkInternals.metricRegistry]]: Spark's MetricsSystem is private[spark]).
  */
 object SpillwayPluginMetrics {
   /** The source Spark registers for a plugin's metric registry: `plugin.<plugin class name>`. */
@@ -28,6 +28,5 @@ object SpillwayPluginMetrics {
   /** Names of the counters (the rest are gauges), or None as for [[values]]. */
   def counterNames(source: String = SourceName): Option[Set[String]] = registry(source).map(_.getCounters.asScala.keySet.toSet)
 
-  private def registry(source: String) =
-    Option(SparkEnv.get).flatMap(_.metricsSystem.getSourcesByName(source).headOption).map(_.metricRegistry)
+  private def registry(source: String) = SparkInternals.metricRegistry(source)
 }

@@ -1,12 +1,11 @@
-package org.apache.spark.spillway
+package spillway
 
 import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkEnv, TaskContext}
-
-import spillway.TaskSpill
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * The records of `input` sorted by the native sort of the current task's spill plan: unsigned
@@ -80,7 +79,7 @@ final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batc
       consumer.add(batch, batch.position(), records)
       batch.clear()
       records = 0
-      task.killTaskIfInterrupted() // a cancelled task stops between batches
+      SparkInternals.killTaskIfInterrupted(task) // a cancelled task stops between batches
     }
     while (input.hasNext) {
       val (key, value) = input.next()
