@@ -1,6 +1,5 @@
 package spillway
 
-import java.lang.management.ManagementFactory
 import java.nio.ByteBuffer
 
 import scala.jdk.CollectionConverters._
@@ -85,11 +84,4 @@ object PluginProbe {
       }
     case other => throw new IllegalArgumentException(s"unknown probe: $other")
   }
-
-  /** This JVM's options that a child JVM running Spark needs too (module opens, logging, library). */
-  def inheritedJvmOptions: Seq[String] =
-    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { o =>
-      o.startsWith("--add-opens") || o.startsWith("-Djdk.reflect") || o.startsWith("-Dio.netty") ||
-        o.startsWith("-Dlog4j2.configurationFile")
-    }
 }

@@ -44,8 +44,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val dirs = Seq("blockmgr-dead", "blockmgr-live", "not-blockmgr").map(n => Files.createDirectory(root.resolve(n))) :+ elsewhere
 
     val killed = Seq(root.resolve("blockmgr-dead"), root.resolve("not-blockmgr"), elsewhere)
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p").toSeq,
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.libraryOption,
       "orphans" +: killed.map(_.toString))
     val files = result.output.linesIterator.collect { case l if l.startsWith("orphan=") => l.stripPrefix("orphan=") }.toSeq
     withClue(result.output) { assert(result.exitCode == 0 && files.size == killed.size) }
@@ -191,7 +191,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("a classpath without this platform's library: the error names the platforms it has and what to do") {
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"), Seq("-Dos.arch=riscv64"), Seq("wrong-platform"))
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"), Seq("-Dos.arch=riscv64"), Seq("wrong-platform"))
     val out = result.output.linesIterator.flatMap(_.split("=", 2) match {
       case Array(k, v) => Some(k -> v)
       case _ => None
@@ -211,8 +211,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("a library that cannot be loaded fails the executor at startup with the cause and what to do") {
     val missing = "/nonexistent/dir/libspillway.so"
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m", s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$missing"),
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.sparkOptions ++ Seq("-Xmx512m", s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$missing"),
       Seq("load-failure"))
     val errors = result.output.linesIterator.filter(_.startsWith("error=")).toSeq
     withClue(result.output) {
@@ -226,8 +226,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("an executor's report that Spillway cannot start fails the running job and every later one with its message") {
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.sparkOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
     withClue(result.output) {
       assert(result.exitCode == 0)
       assert(result.output.linesIterator.count(_ == "reply=true") == 2)
