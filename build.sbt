@@ -7,20 +7,9 @@ val sparkVersion = "4.1.3"
 // for both the jar and the tests, the same property the runtime loader honours.
 lazy val nativeLibrary = settingKey[File]("the native library bundled into the jar and used by tests")
 
-// Keep in sync with spillway.NativeLoader#os/#arch: the jar resource path must be the one the
-// loader looks up on the same platform.
-def nativeOs: String = {
-  val n = sys.props("os.name").toLowerCase(java.util.Locale.ROOT)
-  if (n.startsWith("linux")) "linux"
-  else if (n.startsWith("mac") || n.contains("darwin")) "darwin"
-  else if (n.startsWith("windows")) "windows"
-  else n.replaceAll("[^a-z0-9]+", "")
-}
-def nativeArch: String = sys.props("os.arch").toLowerCase(java.util.Locale.ROOT) match {
-  case "amd64" | "x86_64"  => "amd64"
-  case "aarch64" | "arm64" => "arm64"
-  case other               => other
-}
+// This platform's <os>/<arch>, the jar resource path the loader looks the library up at: asked of
+// spillway.NativeLoader itself, which project/native-platform.sbt compiles into the build.
+def nativePlatform: String = _root_.spillway.NativeLoader.platform()
 
 // Spark on Java 17 needs these opens in every JVM that runs it (tests, the demos, the benchmarks).
 val sparkJava17Options = Seq(
@@ -80,7 +69,7 @@ lazy val spillway = (project in file("."))
       val lib = nativeLibrary.value
       if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
       val native = (Compile / resourceManaged).value / "spillway" / "native"
-      val out = native / nativeOs / nativeArch / lib.getName
+      val out = native / nativePlatform / lib.getName
       IO.copyFile(lib, out, preserveLastModified = true)
       val crossDir = baseDirectory.value / "build" / "native"
       val cross = (crossDir * DirectoryFilter * DirectoryFilter * lib.getName).get
@@ -132,6 +121,8 @@ lazy val demo = (project in file("scala-shim/demo"))
 // aggregated by the root project: `compile`/`test` do not build it.
 val jmhVersion = "1.37"
 
+lazy val writeRuntimeClasspath = taskKey[File]("writes the runtime classpath to target/runtime-classpath, for project/bench.sh")
+
 lazy val bench = (project in file("scala-shim/bench"))
   .dependsOn(spillway)
   .settings(
@@ -144,5 +135,10 @@ lazy val bench = (project in file("scala-shim/bench"))
       sparkProvided,
       "org.openjdk.jmh" % "jmh-core" % jmhVersion,
       "org.openjdk.jmh" % "jmh-generator-annprocess" % jmhVersion % Provided
-    )
+    ),
+    writeRuntimeClasspath := {
+      val file = target.value / "runtime-classpath"
+      IO.write(file, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      file
+    }
   )
