@@ -45,7 +45,7 @@ final class NativeSortConsumer private (
    * hold.
    */
   def add(batch: ByteBuffer, length: Int, records: Int): Unit = {
-    reserve(NativeSortConsumer.growth(length, records, sort.memoryBudget))
+    reserve(sort.addGrowthBound(length, records))
     sort.add(batch, 0, length)
     settle()
   }
@@ -153,15 +153,6 @@ final class NativeSortConsumer private (
 
 object NativeSortConsumer {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
-
-  // What the native sort holds per record besides its bytes (its index entry), and the arena
-  // chunk it may start for a batch (extsort: chunks of at most 1 MiB).
-  private val IndexBytesPerRecord = 16L
-  private val ChunkSlack = 1L << 20
-
-  /** At most what adding a batch of `length` bytes and `records` records adds to the sort's memory. */
-  private[spillway] def growth(length: Int, records: Int, budget: Long): Long =
-    length + IndexBytesPerRecord * records + math.min(ChunkSlack, budget)
 
   /**
    * Starts a native sort of `memoryBudget` bytes in `plan` (the task's), with its memory taken from
