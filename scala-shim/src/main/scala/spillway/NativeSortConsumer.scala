@@ -4,7 +4,7 @@ import java.io.IOException
 import java.nio.ByteBuffer
 import java.util.concurrent.atomic.AtomicBoolean
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
 import org.apache.spark.spillway.SparkInternals
 
@@ -153,6 +153,18 @@ final class NativeSortConsumer private (
 
 object NativeSortConsumer {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  /**
+   * Starts a native sort for the Spark task running on this thread: in the task's plan, with the
+   * task's memory budget ([[SpillwayConf.sortMemoryBudget]]); the sort's iterators call this.
+   */
+  def forCurrentTask(): (TaskContext, NativeSortConsumer) = {
+    val task = TaskContext.get()
+    if (task == null) {
+      throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
+    }
+    (task, create(task, TaskSpill.plan(), SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)))
+  }
 
   /**
    * Starts a native sort of `memoryBudget` bytes in `plan` (the task's), with its memory taken from
