@@ -31,12 +31,7 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     b
   }
 
-  /** A batch of records, encoded as the natives document: u32 keyLen | u32 valueLen | key | value, LE. */
-  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = {
-    val b = ByteBuffer.allocate(records.map { case (k, v) => 8 + k.length + v.length }.sum).order(ByteOrder.LITTLE_ENDIAN)
-    records.foreach { case (k, v) => b.putInt(k.length).putInt(v.length).put(k).put(v) }
-    b.array()
-  }
+  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = SortBatch.encode(records)
 
   private def header(keyLength: Int, valueLength: Int): Array[Byte] =
     ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(keyLength).putInt(valueLength).array()
@@ -130,6 +125,23 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       assert(NativeSpill.sortNext(sort, tiny, 0, 8) == -(8 + 0 + "empty".length))
       assert(readAll(sort, bufferBytes = 8).map(_._2.map(_.toChar).mkString) ==
         Seq("empty", "00", "00 again", "0000", "7f", "80", "ff"))
+    } finally NativeSpill.releaseSort(sort)
+  }
+
+  test("sortAddGrowthBound bounds what an add adds to sortMemoryUsed; a negative size is refused") {
+    val sort = NativeSpill.createSort(plan, 64L << 20)
+    try {
+      for (round <- 1 to 3) {
+        val records = Seq.tabulate(1000 * round)(i => b(f"key$i%08d") -> Array.fill[Byte](round * 7)(1))
+        val encoded = batch(records: _*)
+        val bound = NativeSpill.sortAddGrowthBound(sort, encoded.length, records.size)
+        val before = NativeSpill.sortMemoryUsed(sort)
+        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+        val grew = NativeSpill.sortMemoryUsed(sort) - before
+        assert(grew > 0 && grew <= bound, s"round $round: grew $grew bytes, bound $bound")
+      }
+      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, -1, 1))
+      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, 1, -1))
     } finally NativeSpill.releaseSort(sort)
   }
 

@@ -7,7 +7,7 @@ import scala.concurrent.duration._
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkEnv, SparkException, TaskContext}
-import org.apache.spark.spillway.SpillwayConf
+
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task saw of its plan and the local dirs. */

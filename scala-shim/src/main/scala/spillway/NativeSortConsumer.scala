@@ -1,13 +1,12 @@
-package org.apache.spark.spillway
+package spillway
 
 import java.io.IOException
 import java.nio.ByteBuffer
 import java.util.concurrent.atomic.AtomicBoolean
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
-
-import spillway.{ExternalSort, SpillPlan}
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * A native sort's memory as Spark sees it: the bytes the native sort holds are taken from the
@@ -46,7 +45,7 @@ final class NativeSortConsumer private (
    * hold.
    */
   def add(batch: ByteBuffer, length: Int, records: Int): Unit = {
-    reserve(NativeSortConsumer.growth(length, records, sort.memoryBudget))
+    reserve(sort.addGrowthBound(length, records))
     sort.add(batch, 0, length)
     settle()
   }
@@ -140,13 +139,12 @@ final class NativeSortConsumer private (
   private def reportSpills(): Unit = {
     val stats = sort.stats // before the lock: a native call; counters only grow, so order is free
     metricsLock.synchronized {
-      val metrics = task.taskMetrics()
       if (stats.spilledMemory > reportedMemorySpilled) {
-        metrics.incMemoryBytesSpilled(stats.spilledMemory - reportedMemorySpilled)
+        SparkInternals.incMemoryBytesSpilled(task, stats.spilledMemory - reportedMemorySpilled)
         reportedMemorySpilled = stats.spilledMemory
       }
       if (stats.spilledBytes > reportedDiskSpilled) {
-        metrics.incDiskBytesSpilled(stats.spilledBytes - reportedDiskSpilled)
+        SparkInternals.incDiskBytesSpilled(task, stats.spilledBytes - reportedDiskSpilled)
         reportedDiskSpilled = stats.spilledBytes
       }
     }
@@ -156,14 +154,17 @@ final class NativeSortConsumer private (
 object NativeSortConsumer {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  // What the native sort holds per record besides its bytes (its index entry), and the arena
-  // chunk it may start for a batch (extsort: chunks of at most 1 MiB).
-  private val IndexBytesPerRecord = 16L
-  private val ChunkSlack = 1L << 20
-
-  /** At most what adding a batch of `length` bytes and `records` records adds to the sort's memory. */
-  private[spillway] def growth(length: Int, records: Int, budget: Long): Long =
-    length + IndexBytesPerRecord * records + math.min(ChunkSlack, budget)
+  /**
+   * Starts a native sort for the Spark task running on this thread: in the task's plan, with the
+   * task's memory budget ([[SpillwayConf.sortMemoryBudget]]); the sort's iterators call this.
+   */
+  def forCurrentTask(): (TaskContext, NativeSortConsumer) = {
+    val task = TaskContext.get()
+    if (task == null) {
+      throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
+    }
+    (task, create(task, TaskSpill.plan(), SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)))
+  }
 
   /**
    * Starts a native sort of `memoryBudget` bytes in `plan` (the task's), with its memory taken from
@@ -172,7 +173,7 @@ object NativeSortConsumer {
   def create(task: TaskContext, plan: SpillPlan, memoryBudget: Long): NativeSortConsumer = {
     val sort = plan.createSort(memoryBudget)
     val consumer =
-      try new NativeSortConsumer(task, task.taskMemoryManager(), sort)
+      try new NativeSortConsumer(task, SparkInternals.taskMemoryManager(task), sort)
       catch {
         case t: Throwable =>
           sort.close()
