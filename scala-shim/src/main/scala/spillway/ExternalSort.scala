@@ -54,9 +54,7 @@ final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val m
   /** The sort's counters now, or the last ones read before it was closed. */
   def stats: ExternalSort.Stats = {
     ifOpen(()) { () =>
-      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
-      NativeSpill.sortStats(handle, out)
-      lastStats = ExternalSort.Stats(out(0), out(1), out(2), out(3), out(4), out(5), out(6))
+      lastStats = ExternalSort.Stats.read(handle)
     }
     lastStats
   }
@@ -118,4 +116,18 @@ object ExternalSort {
    */
   final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long,
       spilledLogicalBytes: Long, mergePasses: Long)
+
+  object Stats {
+    // Positions in NativeSpill.sortStats' array, found by name: the library owns the layout.
+    private lazy val fields = Seq("records", "runs", "spilledBytes", "spilledMemory", "memoryUsed",
+      "spilledLogicalBytes", "mergePasses").map(NativeSpill.sortStatsIndex)
+
+    /** The counters of the live native sort `handle`. */
+    private[spillway] def read(handle: Long): Stats = {
+      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+      NativeSpill.sortStats(handle, out)
+      val v = fields.map(out(_))
+      Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6))
+    }
+  }
 }
