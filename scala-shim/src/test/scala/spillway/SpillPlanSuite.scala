@@ -170,6 +170,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     val planDirs = Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
       val files = Seq.fill(3)(plan.createTmpFile())
       files.foreach(f => f.write(ByteBuffer.allocate(1000), 0, 1000))
+      files.foreach(_.finishWrite()) // the bytes reach the disk, and the counters, chunk by chunk
       files.map(f => TestFiles.parentOf(f.path)).distinct
     }
     val d = NativeStats.read() - before
