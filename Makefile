@@ -41,11 +41,15 @@ $(LIB_ARM64): $(GO_SOURCES)
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(CURDIR)/jni/exports.map" \
 		-o $@ ./jni
 
-jar: lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
+# The product jar (target/scala-2.13/spillway_2.13-*.jar): the JVM classes and the libraries only.
+JAR_LIBS := lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
+
+jar: $(JAR_LIBS)
 	$(SBT) package
 
+# The demos live in their own sbt project (scala-shim/demo), not in the product jar.
 demo: lib
-	$(SBT) run
+	$(SBT) demo/run
 
 test: test-go test-jvm cluster-test pyspark-example
 
@@ -80,9 +84,11 @@ soak: lib
 	SOAK_SECONDS=$(SOAK_SECONDS) $(SBT) "testOnly spillway.SparkSoakSuite"
 
 # A standalone master and two workers on loopback (Spark from the pyspark package on PyPI, installed
-# into build/pyspark-venv on first use) run spillway.demo.ClusterDemo from the jar with the plugin
-# on; see project/cluster-test.sh. About 1.5 min (plus ~1 min for the first pyspark install).
-cluster-test: jar
+# into build/pyspark-venv on first use) run spillway.demo.ClusterDemo from the demo jar, with the
+# product jar beside it and the plugin on; see project/cluster-test.sh. About 1.5 min (plus ~1 min
+# for the first pyspark install).
+cluster-test: $(JAR_LIBS)
+	$(SBT) package demo/package
 	project/cluster-test.sh
 
 # The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
@@ -98,16 +104,16 @@ bench: lib
 	project/bench.sh
 
 # The native sort against Spark's own sort of the same records with the same execution memory, both
-# spilling (spillway.bench.SortVsSpark). Arguments: records partitions memory runs.
+# spilling (spillway.bench.SortVsSpark, in the bench project). Arguments: records partitions memory runs.
 BENCH_SORT_ARGS ?= 4000000 2 32m 5
 # A spilling ORDER BY in Spark SQL with spillway.SpillwayExtensions on and off, alternating runs
 # (spillway.bench.SqlSortBench). Arguments: rows execution-memory runs.
 BENCH_SQL_ARGS ?= 3000000 64m 2
 bench-sql: lib
-	$(SBT) "runMain spillway.bench.SqlSortBench $(BENCH_SQL_ARGS)"
+	$(SBT) "bench/runMain spillway.bench.SqlSortBench $(BENCH_SQL_ARGS)"
 
 bench-sort: lib
-	$(SBT) "runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
+	$(SBT) "bench/runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
 
 clean:
-	rm -rf build target project/target project/project
+	rm -rf build target project/target project/project scala-shim/demo/target scala-shim/bench/target

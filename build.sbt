@@ -7,22 +7,11 @@ val sparkVersion = "4.1.3"
 // for both the jar and the tests, the same property the runtime loader honours.
 lazy val nativeLibrary = settingKey[File]("the native library bundled into the jar and used by tests")
 
-// Keep in sync with spillway.NativeLoader#os/#arch: the jar resource path must be the one the
-// loader looks up on the same platform.
-def nativeOs: String = {
-  val n = sys.props("os.name").toLowerCase(java.util.Locale.ROOT)
-  if (n.startsWith("linux")) "linux"
-  else if (n.startsWith("mac") || n.contains("darwin")) "darwin"
-  else if (n.startsWith("windows")) "windows"
-  else n.replaceAll("[^a-z0-9]+", "")
-}
-def nativeArch: String = sys.props("os.arch").toLowerCase(java.util.Locale.ROOT) match {
-  case "amd64" | "x86_64"  => "amd64"
-  case "aarch64" | "arm64" => "arm64"
-  case other               => other
-}
+// This platform's <os>/<arch>, the jar resource path the loader looks the library up at: asked of
+// spillway.NativeLoader itself, which project/native-platform.sbt compiles into the build.
+def nativePlatform: String = _root_.spillway.NativeLoader.platform()
 
-// Spark on Java 17 needs these opens in every JVM that runs it (tests, the demo).
+// Spark on Java 17 needs these opens in every JVM that runs it (tests, the demos, the benchmarks).
 val sparkJava17Options = Seq(
   "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
   "java.util", "java.util.concurrent", "java.util.concurrent.atomic", "jdk.internal.ref",
@@ -33,19 +22,43 @@ val sparkJava17Options = Seq(
   "-Dio.netty.tryReflectionSetAccessible=true"
 )
 
+// The options of every forked JVM that runs Spark with the fresh library (tests, demos, benchmarks).
+def sparkJvmOptions(repo: File, library: File): Seq[String] = sparkJava17Options ++ Seq(
+  "-Xmx2g",
+  s"-Dspillway.library.path=${library.getAbsolutePath}",
+  s"-Dlog4j2.configurationFile=${(repo / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
+)
+
+val scalaOptions = Seq(
+  scalaVersion := "2.13.17", // the Scala version Spark 4.1.x is built with
+  javacOptions ++= Seq("--release", "17"),
+  scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint")
+)
+
+// `run` and `runMain` of a project whose Spark is Provided: on the full compile classpath, forked,
+// printing the program's own output (not sbt's "[info]/[error]").
+def sparkRunSettings = Seq(
+  Compile / run := Defaults.runTask(Compile / fullClasspath, Compile / run / mainClass, Compile / run / runner).evaluated,
+  Compile / runMain := Defaults.runMainTask(Compile / fullClasspath, Compile / run / runner).evaluated,
+  run / fork := true,
+  run / connectInput := false,
+  run / outputStrategy := Some(StdoutOutput),
+  run / javaOptions ++= sparkJvmOptions((ThisBuild / baseDirectory).value, (spillway / nativeLibrary).value)
+)
+
+val sparkProvided = "org.apache.spark" %% "spark-sql" % sparkVersion % Provided
+
 lazy val spillway = (project in file("."))
   .settings(
     name := "spillway",
     organization := "io.github.spillway",
     version := "0.1.0-SNAPSHOT",
-    scalaVersion := "2.13.17", // the Scala version Spark 4.1.x is built with
-    javacOptions ++= Seq("--release", "17"),
+    scalaOptions,
     Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror"), // not for javadoc
-    scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint"),
     // Sources live in scala-shim/ (src/main/{java,scala}, src/test/scala, ...).
     sourceDirectory := baseDirectory.value / "scala-shim" / "src",
     libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % sparkVersion % Provided,
+      sparkProvided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
     ),
     nativeLibrary := sys.props.get("spillway.library.path").map(file)
@@ -56,7 +69,7 @@ lazy val spillway = (project in file("."))
       val lib = nativeLibrary.value
       if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
       val native = (Compile / resourceManaged).value / "spillway" / "native"
-      val out = native / nativeOs / nativeArch / lib.getName
+      val out = native / nativePlatform / lib.getName
       IO.copyFile(lib, out, preserveLastModified = true)
       val crossDir = baseDirectory.value / "build" / "native"
       val cross = (crossDir * DirectoryFilter * DirectoryFilter * lib.getName).get
@@ -79,45 +92,53 @@ lazy val spillway = (project in file("."))
       s"-Djava.io.tmpdir=$tmp"
     },
     Test / testOptions += Tests.Cleanup(() => IO.delete(target.value / "test-tmp")),
-    Test / javaOptions ++= sparkJava17Options ++ Seq(
-      "-Xmx2g",
-      s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
+    Test / javaOptions ++= sparkJvmOptions(baseDirectory.value, nativeLibrary.value) :+
       // The spill format's shared test vectors, which the JVM reads too (SpillFileVectorsSuite).
       s"-Dspillway.testdata=${(baseDirectory.value / "testdata").getAbsolutePath}",
-      s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
-    ),
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
-    // `run` (the demo) and `runMain` need Spark, which is Provided: run on the full compile classpath, forked.
-    Compile / run := Defaults.runTask(Compile / fullClasspath, Compile / run / mainClass, Compile / run / runner).evaluated,
-    Compile / runMain := Defaults.runMainTask(Compile / fullClasspath, Compile / run / runner).evaluated, // `make bench-sort`
-    Compile / run / mainClass := Some("spillway.demo.Demo"),
-    run / fork := true,
-    run / connectInput := false,
-    run / outputStrategy := Some(StdoutOutput), // the demo's own output, not sbt's "[info]/[error]"
-    run / javaOptions ++= sparkJava17Options ++ Seq(
-      "-Xmx2g",
-      s"-Dspillway.library.path=${nativeLibrary.value.getAbsolutePath}",
-      s"-Dlog4j2.configurationFile=${(baseDirectory.value / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
-    )
+    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
   )
 
-// JMH benchmarks through the real library (`make bench`, see BENCHMARKS.md). Java sources in
-// scala-shim/bench/src/main/java; JMH's annotation processor, found on the compile classpath,
-// generates the harness and META-INF/BenchmarkList at compile time, so no sbt plugin is needed.
-// project/bench.sh only compiles here and runs JMH outside sbt, on this project's Spark-free
-// runtime classpath. Not aggregated by the root project: `compile`/`test` do not build it.
+// The demos (`make demo`, and spillway.demo.ClusterDemo of `make cluster-test`): programs that
+// show and check Spillway in Spark, not part of the product jar. Not aggregated by the root
+// project: `compile`/`test` do not build it.
+lazy val demo = (project in file("scala-shim/demo"))
+  .dependsOn(spillway)
+  .settings(
+    name := "spillway-demo",
+    scalaOptions,
+    sparkRunSettings,
+    publish / skip := true,
+    libraryDependencies += sparkProvided,
+    Compile / mainClass := Some("spillway.demo.Demo")
+  )
+
+// The benchmarks (see BENCHMARKS.md): JMH through the real library (`make bench`; Java sources in
+// scala-shim/bench/src/main/java) and Spark's sorts against Spillway's (`make bench-sort`, `make
+// bench-sql`; Scala sources, run with `bench/runMain` on the full classpath). JMH's annotation
+// processor, found on the compile classpath, generates the harness and META-INF/BenchmarkList at
+// compile time, so no sbt plugin is needed. project/bench.sh only compiles here and runs JMH
+// outside sbt, on this project's runtime classpath, which Spark (Provided) is not on. Not
+// aggregated by the root project: `compile`/`test` do not build it.
 val jmhVersion = "1.37"
+
+lazy val writeRuntimeClasspath = taskKey[File]("writes the runtime classpath to target/runtime-classpath, for project/bench.sh")
 
 lazy val bench = (project in file("scala-shim/bench"))
   .dependsOn(spillway)
   .settings(
     name := "spillway-bench",
-    scalaVersion := (spillway / scalaVersion).value,
+    scalaOptions,
+    sparkRunSettings,
     publish / skip := true,
-    javacOptions ++= Seq("--release", "17"),
     Compile / compile / javacOptions ++= Seq("-Xlint:all,-processing", "-Werror"),
     libraryDependencies ++= Seq(
+      sparkProvided,
       "org.openjdk.jmh" % "jmh-core" % jmhVersion,
       "org.openjdk.jmh" % "jmh-generator-annprocess" % jmhVersion % Provided
-    )
+    ),
+    writeRuntimeClasspath := {
+      val file = target.value / "runtime-classpath"
+      IO.write(file, (Runtime / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      file
+    }
   )

@@ -63,14 +63,16 @@ load_at_start="$(load)"
 phase "compiling the JMH benchmarks (sbt bench/compile)"
 # bench/clean first: JMH's annotation processor writes its benchmark list from the sources of
 # one javac run, so an incremental compile of a few files would drop the others' entries.
-if ! CI=true "$repo_root/project/sbt" "bench/clean" "bench/compile" "export bench/Runtime/fullClasspath" \
+# bench/writeRuntimeClasspath writes the classpath JMH runs on (Spark-free) to a file.
+classpath_file="$repo_root/scala-shim/bench/target/runtime-classpath"
+rm -f "$classpath_file"
+if ! CI=true "$repo_root/project/sbt" "bench/clean" "bench/compile" "bench/writeRuntimeClasspath" \
     >"$out/sbt.log" 2>&1; then
   # Zinc cannot map JMH's generated classes to sources; those warnings are expected noise.
   grep -v 'Could not determine source for class' "$out/sbt.log" | tail -40 >&2
   die "sbt failed; full log in $out/sbt.log"
 fi
-classpath="$(grep -E '^/' "$out/sbt.log" | grep 'jmh-core' | tail -1)"
-[[ -n "$classpath" ]] || die "no classpath in $out/sbt.log"
+classpath="$(cat "$classpath_file")"
 java_props=(-Dspillway.library.path="$lib" -Dspillway.bench.dir="$bench_dirs")
 
 # --- 2. system calls per plan ----------------------------------------------------------------
@@ -93,51 +95,7 @@ if command -v strace >/dev/null 2>&1; then
         "${java_props[@]}" spillway.bench.SyscallDriver "$kind" "$plans" >/dev/null
     done
   done
-  # strace -c rows sit between the two dashed lines; calls is column 4, the name the last.
-  for kind in "${kinds[@]}"; do
-    awk -v kind="$kind" -v n="$strace_plans" '
-      FNR == 1 { file++; sec = 0 }
-      /^-+ / { sec++; next }
-      sec == 1 && NF >= 5 { calls[file, $NF] = $4; names[$NF] = 1 }
-      END { for (s in names) printf "%s\t%s\t%.2f\n", kind, s, (calls[2, s] - calls[1, s]) / n }
-    ' "$out/strace/$kind-0.txt" "$out/strace/$kind-$strace_plans.txt"
-  done >"$out/syscalls.tsv"
-  awk -F'\t' -v n="$strace_plans" '
-    BEGIN { split("lazy-nospill eager-nospill lazy-firstspill eager-firstspill", kinds, " ") }
-    { d[$1, $2] = $3; all[$2] = 1; total[$1] += $3 }
-    END {
-      print "### System calls per plan, 8 local dirs (strace -c -f)"
-      print ""
-      print "Calls per plan: (count over " n " plans − count over 0 plans) ÷ " n ", the same JVM"
-      print "warm-up in both runs, so JVM startup cancels out. Rows under 0.05 per plan in every column"
-      print "are left out but counted in the total. futex and nanosleep come from the JVM'"'"'s and Go'"'"'s"
-      print "background threads, in proportion to wall time (strace slows every call), not per plan."
-      print "Raw: build/bench/strace/."
-      print ""
-      print "| syscall | never spills, lazy | never spills, eager | first spill, lazy | first spill, eager |"
-      print "|---|---:|---:|---:|---:|"
-      m = 0
-      for (s in all) names[++m] = s
-      for (i = 2; i <= m; i++) { v = names[i]; for (j = i - 1; j >= 1 && names[j] > v; j--) names[j + 1] = names[j]; names[j + 1] = v }
-      for (i = 1; i <= m; i++) {
-        s = names[i]; keep = 0
-        for (k = 1; k <= 4; k++) if (d[kinds[k], s] >= 0.05 || d[kinds[k], s] <= -0.05) keep = 1
-        if (!keep) continue
-        row = "| " s
-        for (k = 1; k <= 4; k++) row = row sprintf(" | %.2f", d[kinds[k], s])
-        print row " |"
-      }
-      row = "| **mkdir + mkdirat** (dirs created)"
-      for (k = 1; k <= 4; k++) row = row sprintf(" | **%.2f**", d[kinds[k], "mkdir"] + d[kinds[k], "mkdirat"])
-      print row " |"
-      row = "| all but futex and nanosleep"
-      for (k = 1; k <= 4; k++) row = row sprintf(" | %.1f", total[kinds[k]] - d[kinds[k], "futex"] - d[kinds[k], "nanosleep"])
-      print row " |"
-      row = "| **all system calls**"
-      for (k = 1; k <= 4; k++) row = row sprintf(" | **%.1f**", total[kinds[k]])
-      print row " |"
-      print ""
-    }' "$out/syscalls.tsv" >"$strace_md"
+  "$java_cmd" -cp "$classpath" spillway.bench.SyscallReport "$out/strace" "$strace_plans" "$strace_md"
 else
   printf '### System calls per plan\n\nNot counted: strace is not installed.\n\n' >"$strace_md"
 fi

@@ -127,8 +127,8 @@ public final class NativeLoader {
     return "/spillway/native/" + platform() + "/" + System.mapLibraryName(LIBRARY_NAME);
   }
 
-  // Names follow Go's GOOS/GOARCH, which is what the library is built for. Keep in sync with
-  // nativeOs/nativeArch in build.sbt, which places the library in the jar.
+  // Names follow Go's GOOS/GOARCH, which is what the library is built for. The build asks
+  // platform() too (project/native-platform.sbt), to place the library in the jar.
   static String os() {
     String name = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
     if (name.startsWith("linux")) {

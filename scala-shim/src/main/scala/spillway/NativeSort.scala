@@ -1,7 +1,7 @@
 package spillway
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.spillway.NativeSortIterator
+
 
 /**
  * Sorts (key, value) byte records inside Spark tasks with Spillway's native external sort: unsigned

@@ -14,7 +14,7 @@ import com.codahale.metrics.{Counter, Gauge, MetricRegistry}
 import org.apache.spark.{SparkContext, SparkEnv}
 import org.apache.spark.api.plugin.{DriverPlugin, ExecutorPlugin, PluginContext, SparkPlugin}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
-import org.apache.spark.spillway.SpillwayConf
+
 
 /**
  * Spillway's Spark plugin: `spark.plugins=spillway.SpillwayPlugin`.
@@ -99,7 +99,7 @@ class SpillwayDriverPlugin extends DriverPlugin {
   }
 }
 
-/** What the executor component did at start, kept for logs, tests and the cluster check. */
+/** What the executor component did at start. */
 final case class SpillwayStartup(
     loadedFrom: String,
     blockManagerDirsSwept: Seq[String],
@@ -119,20 +119,6 @@ object SpillwayPlugin {
 
   /** How long a failing executor waits for the driver to take its report before it exits anyway. */
   val ReportTimeoutSeconds: Long = 30
-
-  @volatile private var lastStartup: Option[SpillwayStartup] = None
-  @volatile private var lastStats: Option[NativeStatsCache] = None
-
-  /** What the executor component of this JVM did at its last start; None if it never started. */
-  def startup: Option[SpillwayStartup] = lastStartup
-
-  private[spillway] def recordStartup(s: SpillwayStartup, stats: NativeStatsCache): Unit = {
-    lastStartup = Some(s)
-    lastStats = Some(stats)
-  }
-
-  /** Makes the next read of the registered metrics read the counters anew (for tests). */
-  private[spillway] def expireMetrics(): Unit = lastStats.foreach(_.expire())
 
   /**
    * The executor's block manager dirs and their siblings: every `blockmgr-*` directory (a real
@@ -208,12 +194,19 @@ object SpillwayPlugin {
     }
 }
 
-/** The executor component of [[SpillwayPlugin]]. */
-class SpillwayExecutorPlugin extends ExecutorPlugin {
+/**
+ * The executor component of [[SpillwayPlugin]]. Its metrics reuse one read of the counters for
+ * `metricsMaxAgeNanos` (a subclass of [[SpillwayPlugin]] may pass 0 to read them on every poll).
+ */
+class SpillwayExecutorPlugin(metricsMaxAgeNanos: Long = SpillwayPlugin.MetricsMaxAgeNanos) extends ExecutorPlugin {
   import SpillwayPlugin._
 
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
-  private[spillway] val stats = new NativeStatsCache(MetricsMaxAgeNanos)
+  private val stats = new NativeStatsCache(metricsMaxAgeNanos)
+  @volatile private var started: Option[SpillwayStartup] = None
+
+  /** What [[init]] did; None before it ran or if it failed. */
+  def startup: Option[SpillwayStartup] = started
 
   override def init(ctx: PluginContext, extraConf: JMap[String, String]): Unit = {
     try NativeLoader.load()
@@ -231,7 +224,7 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     val (dirs, listFailures) = blockManagerDirs(localDirs)
     val (removed, sweepFailures) = sweep(dirs)
     val failures = listFailures ++ sweepFailures
-    recordStartup(SpillwayStartup(NativeLoader.loadedFrom(), dirs, removed, failures), stats)
+    started = Some(SpillwayStartup(NativeLoader.loadedFrom(), dirs, removed, failures))
     registerMetrics(ctx.metricRegistry(), stats)
     // One line, always at INFO: operators (and project/cluster-test.sh) look for it in executor logs.
     log.info(s"Spillway: libspillway ${NativeLoader.platform()} loaded from ${NativeLoader.loadedFrom()} " +
@@ -292,9 +285,6 @@ final class NativeStatsCache(maxAgeNanos: Long, nanoTime: () => Long = () => Sys
     if (!valid || now - readAt >= maxAgeNanos) read(now)
     values(i)
   }
-
-  /** Makes the next read read the counters anew. */
-  def expire(): Unit = synchronized { valid = false }
 
   /** All counters, read now. */
   def fresh(): Seq[Long] = synchronized {

@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkEnv, TaskContext}
-import org.apache.spark.spillway.SpillwayConf
+
 
 /**
  * One spill plan per Spark task, created on the task's first request (a task that never asks gets

@@ -74,6 +74,9 @@ final class ChildJvm private (val process: Process, command: Seq[String], echo: 
     process.exitValue()
   }
 
+  /** Closes the child's stdin: it reads end of input. */
+  def closeInput(): Unit = stdin.close()
+
   /** Kills the child if it still runs (for finally blocks). */
   def destroy(): Unit = if (process.isAlive) { process.destroyForcibly(); process.waitFor(30, TimeUnit.SECONDS) }
 }
@@ -82,19 +85,40 @@ object ChildJvm {
   /** The exit code of a JVM killed by SIGKILL, as Process reports it on Linux (128 + 9). */
   val KilledBySigkill = 137
 
-  /**
-   * Starts `mainClass` with this JVM's classpath, `-Dspillway.library.path` and the module flags
-   * Spark needs on Java 17 (copied from this JVM's own arguments), plus `jvmOptions`.
-   */
-  def start(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil,
-      echo: String => Boolean = _ => false): ChildJvm = {
-    val java = Paths.get(sys.props("java.home"), "bin", "java").toString
-    val inherited = ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { a =>
+  /** This JVM's options that a child running Spark needs too: the module opens Spark needs on Java 17, logging. */
+  def sparkOptions: Seq[String] =
+    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { a =>
       a.startsWith("--add-opens") || a.startsWith("-Djdk.reflect") || a.startsWith("-Dio.netty") ||
-      a.startsWith("-Dlog4j2.configurationFile") || a.startsWith("-Djava.io.tmpdir") // the test run's, removed after it
+      a.startsWith("-Dlog4j2.configurationFile")
     }
-    val library = sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p")
-    val command = Seq(java) ++ inherited ++ library ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
+
+  /** This JVM's `-Dspillway.library.path`, if set: the child loads the same library. */
+  def libraryOption: Seq[String] =
+    sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p").toSeq
+
+  /** Starts `mainClass` with [[sparkOptions]], [[libraryOption]] and `jvmOptions`. */
+  def start(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil,
+      echo: String => Boolean = _ => false): ChildJvm =
+    launch(mainClass, sparkOptions ++ libraryOption ++ jvmOptions, args, echo)
+
+  /**
+   * Runs `mainClass` with only `jvmOptions` to its end, with no input; its exit code and output.
+   * The wait is bounded only so that a hung child fails the test instead of hanging the build.
+   */
+  def run(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil): TestFiles.ProcessResult = {
+    val child = launch(mainClass, jvmOptions, args, _ => false)
+    try {
+      child.closeInput()
+      TestFiles.ProcessResult(child.waitFor(TimeUnit.MINUTES.toSeconds(5)), child.output)
+    } finally child.destroy()
+  }
+
+  // With this JVM's classpath; the test run's tmpdir (removed after it) first, so that a child's
+  // own -Djava.io.tmpdir wins.
+  private def launch(mainClass: String, jvmOptions: Seq[String], args: Seq[String], echo: String => Boolean): ChildJvm = {
+    val java = Paths.get(sys.props("java.home"), "bin", "java").toString
+    val tmpdir = s"-Djava.io.tmpdir=${sys.props("java.io.tmpdir")}"
+    val command = Seq(java, tmpdir) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
     val process = new ProcessBuilder(command: _*).redirectErrorStream(true).start()
     new ChildJvm(process, command, echo)
   }

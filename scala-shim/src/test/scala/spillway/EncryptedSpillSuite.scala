@@ -8,7 +8,7 @@ import scala.util.Using
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import org.apache.spark.spillway.SpillwayConf
+
 
 /** What one task saw while it ran. */
 final case class EncryptionObservation(

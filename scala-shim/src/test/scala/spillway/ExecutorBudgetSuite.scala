@@ -7,7 +7,7 @@ import scala.concurrent.duration._
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkException}
-import org.apache.spark.spillway.SpillwayConf
+
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task's write did. */

@@ -170,7 +170,7 @@ class FramedFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
         batch.clear()
         while (batch.remaining() > 100) {
           val key = f"${rnd.nextInt(100000)}%08d".getBytes(StandardCharsets.US_ASCII)
-          batch.putInt(key.length).putInt(40).put(key).put(("v" * 40).getBytes(StandardCharsets.US_ASCII))
+          SortBatch.put(batch, key, ("v" * 40).getBytes(StandardCharsets.US_ASCII))
         }
         NativeSpill.sortAdd(sort, batch, 0, batch.position())
       }

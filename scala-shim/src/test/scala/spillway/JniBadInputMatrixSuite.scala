@@ -86,12 +86,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     b
   }
 
-  /** Records encoded as the sort natives document: u32 keyLen | u32 valueLen | key | value, little-endian. */
-  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = {
-    val b = ByteBuffer.allocate(records.map { case (k, v) => 8 + k.length + v.length }.sum).order(ByteOrder.LITTLE_ENDIAN)
-    records.foreach { case (k, v) => b.putInt(k.length).putInt(v.length).put(k).put(v) }
-    b.array()
-  }
+  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = SortBatch.encode(records)
 
   private def illegalArgument(what: String)(call: => Any): Unit = {
     val e = withClue(s"$what: ")(intercept[IllegalArgumentException](call))

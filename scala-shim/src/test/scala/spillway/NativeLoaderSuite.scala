@@ -11,7 +11,7 @@ class NativeLoaderSuite extends AnyFunSuite {
   private val Property = NativeLoader.LIBRARY_PATH_PROPERTY
 
   private def probe(mode: String, options: Seq[String], args: Seq[String] = Nil): Map[String, String] = {
-    val result = TestFiles.runJvm(LoaderProbe.getClass.getName.stripSuffix("$"), options, mode +: args)
+    val result = ChildJvm.run(LoaderProbe.getClass.getName.stripSuffix("$"), options, mode +: args)
     withClue(result.output) { assert(result.exitCode == 0) }
     result.output.linesIterator.flatMap { line =>
       line.split("=", 2) match {

@@ -31,12 +31,7 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     b
   }
 
-  /** A batch of records, encoded as the natives document: u32 keyLen | u32 valueLen | key | value, LE. */
-  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = {
-    val b = ByteBuffer.allocate(records.map { case (k, v) => 8 + k.length + v.length }.sum).order(ByteOrder.LITTLE_ENDIAN)
-    records.foreach { case (k, v) => b.putInt(k.length).putInt(v.length).put(k).put(v) }
-    b.array()
-  }
+  private def batch(records: (Array[Byte], Array[Byte])*): Array[Byte] = SortBatch.encode(records)
 
   private def header(keyLength: Int, valueLength: Int): Array[Byte] =
     ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(keyLength).putInt(valueLength).array()

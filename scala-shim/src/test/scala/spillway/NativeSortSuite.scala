@@ -5,7 +5,7 @@ import java.util.Arrays
 import scala.util.Random
 
 import org.apache.spark.{SparkException, TaskContext}
-import org.apache.spark.spillway.{MemoryHog, SpillwayConf}
+import org.apache.spark.spillway.MemoryHog
 import org.scalatest.funsuite.AnyFunSuite
 
 import spillway.NativeSort._
@@ -267,7 +267,7 @@ object NativeSortSuite {
       if (firstMismatch < 0) firstMismatch = math.min(n, expected.size)
     }
     val stats = sorted match {
-      case s: org.apache.spark.spillway.NativeSortIterator => s.stats
+      case s: NativeSortIterator => s.stats
       case _ => None
     }
     val metrics = task.taskMetrics()

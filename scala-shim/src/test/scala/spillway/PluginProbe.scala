@@ -1,6 +1,5 @@
 package spillway
 
-import java.lang.management.ManagementFactory
 import java.nio.ByteBuffer
 
 import scala.jdk.CollectionConverters._
@@ -39,7 +38,7 @@ object PluginProbe {
       try {
         SparkSession.builder().master("local[1]").appName("plugin-probe")
           .config("spark.ui.enabled", "false")
-          .config("spark.plugins", classOf[SpillwayPlugin].getName)
+          .config("spark.plugins", classOf[ObservedSpillwayPlugin].getName)
           .config(key, value)
           .getOrCreate()
         println("started=true")
@@ -47,7 +46,7 @@ object PluginProbe {
         case t: Throwable =>
           TestFiles.causeChain(t).foreach(c => println(s"error=${c.getClass.getName}: ${c.getMessage}"))
       }
-      println(s"executorPluginStarted=${SpillwayPlugin.startup.isDefined}")
+      println(s"executorPluginStarted=${ObservedSpillwayPlugin.startup.isDefined}")
     case List("executor-failed") =>
       // The driver plugin told that an executor cannot start Spillway: the running job and every
       // later one must fail with that message.
@@ -85,11 +84,4 @@ object PluginProbe {
       }
     case other => throw new IllegalArgumentException(s"unknown probe: $other")
   }
-
-  /** This JVM's options that a child JVM running Spark needs too (module opens, logging, library). */
-  def inheritedJvmOptions: Seq[String] =
-    ManagementFactory.getRuntimeMXBean.getInputArguments.asScala.toSeq.filter { o =>
-      o.startsWith("--add-opens") || o.startsWith("-Djdk.reflect") || o.startsWith("-Dio.netty") ||
-        o.startsWith("-Dlog4j2.configurationFile")
-    }
 }

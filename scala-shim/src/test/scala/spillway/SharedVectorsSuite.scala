@@ -1,10 +1,8 @@
 package spillway
 
-import java.io.ByteArrayOutputStream
 import java.nio.{ByteBuffer, ByteOrder}
 import java.nio.file.{Files, Path, Paths}
 
-import org.apache.spark.spillway.SpillwayConf
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -33,12 +31,12 @@ class SharedVectorsSuite extends AnyFunSuite with LocalSpark {
       val input = Files.readAllBytes(vectors.resolve(s"$name.in"))
       val want = Files.readAllBytes(vectors.resolve(s"$name.out"))
       val records = SharedVectorsSuite.decode(input)
-      assert(SharedVectorsSuite.encode(records).sameElements(input), "the test's own codec round-trips")
+      assert(SortBatch.encode(records).sameElements(input), "SortBatch.encode and this decoder round-trip")
 
       val sorted = withLocalProperty(SpillwayConf.SortMemoryBudgetKey, budget) {
         sc.parallelize(records, 1).mapPartitions(NativeSort.sort).collect().toSeq
       }
-      val got = SharedVectorsSuite.encode(sorted)
+      val got = SortBatch.encode(sorted)
       assert(got.sameElements(want), s"$name sorted by the JVM side differs from $name.out")
     }
   }
@@ -56,16 +54,5 @@ object SharedVectorsSuite {
       out += key -> value
     }
     out.result()
-  }
-
-  def encode(records: Seq[(Array[Byte], Array[Byte])]): Array[Byte] = {
-    val out = new ByteArrayOutputStream()
-    for ((key, value) <- records) {
-      val header = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(key.length).putInt(value.length)
-      out.write(header.array())
-      out.write(key)
-      out.write(value)
-    }
-    out.toByteArray
   }
 }

@@ -145,7 +145,7 @@ object SparkSoak {
         stopIfKilled(ctx)
       }
       rnd.nextBytes(key)
-      batch.putInt(key.length).putInt(value.length).put(key).put(value)
+      SortBatch.put(batch, key, value)
     }
     NativeSpill.sortAdd(sort, batch, 0, batch.position())
     val out = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.LITTLE_ENDIAN)

@@ -1,7 +1,7 @@
 package spillway
 
 import org.apache.spark.SparkConf
-import org.apache.spark.spillway.SpillwayConf
+
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
@@ -105,9 +105,8 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("with the plugin, a bad value fails SparkContext creation at once, before any executor starts") {
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m") ++
-        sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p"),
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.sparkOptions ++ ChildJvm.libraryOption :+ "-Xmx512m",
       Seq("bad-conf", Limit, "100000000000000000g"))
     val errors = result.output.linesIterator.filter(_.startsWith("error=")).toSeq
     withClue(result.output) {

@@ -6,7 +6,7 @@ import java.nio.file.{Files, Path}
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.spillway.{SpillwayConf, SpillwayPluginMetrics}
+
 import org.apache.spark.sql.SparkSession
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
@@ -44,8 +44,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val dirs = Seq("blockmgr-dead", "blockmgr-live", "not-blockmgr").map(n => Files.createDirectory(root.resolve(n))) :+ elsewhere
 
     val killed = Seq(root.resolve("blockmgr-dead"), root.resolve("not-blockmgr"), elsewhere)
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p").toSeq,
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.libraryOption,
       "orphans" +: killed.map(_.toString))
     val files = result.output.linesIterator.collect { case l if l.startsWith("orphan=") => l.stripPrefix("orphan=") }.toSeq
     withClue(result.output) { assert(result.exitCode == 0 && files.size == killed.size) }
@@ -65,7 +65,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
       .appName(getClass.getSimpleName)
       .config("spark.local.dir", root.toString)
       .config("spark.ui.enabled", "false")
-      .config("spark.plugins", classOf[SpillwayPlugin].getName)
+      .config("spark.plugins", classOf[ObservedSpillwayPlugin].getName)
       .getOrCreate()
   }
 
@@ -84,7 +84,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("at executor start the plugin removes the orphan of a dead process in a sibling blockmgr dir, and only that") {
-    val startup = SpillwayPlugin.startup.getOrElse(fail("the executor plugin did not start"))
+    val startup = ObservedSpillwayPlugin.startup.getOrElse(fail("the executor plugin did not start"))
     val own = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     assert(startup.loadedFrom == NativeLoader.loadedFrom())
     assert(startup.sweepFailures.isEmpty, startup)
@@ -104,13 +104,13 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("the plugin's metrics are in Spark's metrics system, counts as counters, and follow the native counters") {
     def metrics(): Map[String, Long] = {
-      SpillwayPlugin.expireMetrics()
-      SpillwayPluginMetrics.values().getOrElse(fail(s"no metrics source ${SpillwayPluginMetrics.SourceName}"))
+      val source = ObservedSpillwayPlugin.MetricsSource
+      SpillwayPluginMetrics.values(source).getOrElse(fail(s"no metrics source $source"))
     }
     assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
-    assert(SpillwayPluginMetrics.counterNames().contains(
+    assert(SpillwayPluginMetrics.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
       Set("plansCreated", "plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures",
         "filesystemErrors", "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
@@ -192,7 +192,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("a classpath without this platform's library: the error names the platforms it has and what to do") {
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"), Seq("-Dos.arch=riscv64"), Seq("wrong-platform"))
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"), Seq("-Dos.arch=riscv64"), Seq("wrong-platform"))
     val out = result.output.linesIterator.flatMap(_.split("=", 2) match {
       case Array(k, v) => Some(k -> v)
       case _ => None
@@ -212,8 +212,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   test("a library that cannot be loaded fails the executor at startup with the cause and what to do") {
     val missing = "/nonexistent/dir/libspillway.so"
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m", s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$missing"),
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.sparkOptions ++ Seq("-Xmx512m", s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$missing"),
       Seq("load-failure"))
     val errors = result.output.linesIterator.filter(_.startsWith("error=")).toSeq
     withClue(result.output) {
@@ -227,8 +227,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   }
 
   test("an executor's report that Spillway cannot start fails the running job and every later one with its message") {
-    val result = TestFiles.runJvm(PluginProbe.getClass.getName.stripSuffix("$"),
-      PluginProbe.inheritedJvmOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
+    val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
+      ChildJvm.sparkOptions ++ Seq("-Xmx512m"), Seq("executor-failed"))
     withClue(result.output) {
       assert(result.exitCode == 0)
       assert(result.output.linesIterator.count(_ == "reply=true") == 2)

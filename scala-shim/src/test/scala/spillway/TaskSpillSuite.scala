@@ -7,7 +7,6 @@ import scala.concurrent.duration._
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkEnv, SparkException, TaskContext}
-import org.apache.spark.spillway.SpillwayConf
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
 

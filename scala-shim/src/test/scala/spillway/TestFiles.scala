@@ -1,7 +1,6 @@
 package spillway
 
 import java.io.File
-import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Path, Paths}
 import java.nio.file.attribute.PosixFilePermissions
 import java.util.Comparator
@@ -73,31 +72,6 @@ object TestFiles {
   def causeChain(t: Throwable): Seq[Throwable] =
     Iterator.iterate(t)(_.getCause).takeWhile(_ != null).take(50).toSeq
 
+  /** How a child JVM ended ([[ChildJvm.run]]): its exit code, its stdout and stderr together. */
   final case class ProcessResult(exitCode: Int, output: String)
-
-  /**
-   * Runs `mainClass` in a new JVM with this JVM's classpath; stdout and stderr together. The wait is
-   * bounded only so that a hung child fails the test instead of hanging the build.
-   */
-  def runJvm(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil): ProcessResult = {
-    val java = Paths.get(sys.props("java.home"), "bin", "java").toString
-    // The test run's tmpdir (removed after it) first, so that a child's own -Djava.io.tmpdir wins.
-    val tmpdir = s"-Djava.io.tmpdir=${sys.props("java.io.tmpdir")}"
-    val command = Seq(java, tmpdir) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
-    val process = new ProcessBuilder(command: _*).redirectErrorStream(true).start()
-    process.getOutputStream.close()
-    val output = new StringBuilder
-    val reader = new Thread(() => {
-      val text = new String(process.getInputStream.readAllBytes(), StandardCharsets.UTF_8)
-      output.synchronized(output.append(text))
-    })
-    reader.setDaemon(true)
-    reader.start()
-    if (!process.waitFor(5, TimeUnit.MINUTES)) {
-      process.destroyForcibly()
-      throw new AssertionError(s"child JVM did not finish: ${command.mkString(" ")}")
-    }
-    reader.join()
-    ProcessResult(process.exitValue(), output.synchronized(output.toString))
-  }
 }

@@ -10,9 +10,8 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class XcheckJniSuite extends AnyFunSuite {
   test("the JNI contract suite passes under -Xcheck:jni without JNI warnings from spillway's natives") {
-    val options = Seq("-Xcheck:jni", "-Xmx512m") ++
-      sys.props.get(NativeLoader.LIBRARY_PATH_PROPERTY).map(p => s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}=$p")
-    val result = TestFiles.runJvm(classOf[ContractSuiteMain].getName.stripSuffix("$"), options)
+    val options = Seq("-Xcheck:jni", "-Xmx512m") ++ ChildJvm.libraryOption
+    val result = ChildJvm.run(classOf[ContractSuiteMain].getName.stripSuffix("$"), options)
     val output = result.output
     withClue(s"child JVM output:\n$output\n") {
       assert(result.exitCode == 0)

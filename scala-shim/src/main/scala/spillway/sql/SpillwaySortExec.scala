@@ -6,7 +6,6 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkEnv, TaskContext, TaskKilledException}
 import org.apache.spark.rdd.RDD
-import org.apache.spark.spillway.{NativeSortConsumer, SpillwayConf}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, OrderedDistribution, Partitioning, UnspecifiedDistribution}
@@ -14,7 +13,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
 
-import spillway.TaskSpill
+import spillway.{NativeSortConsumer, SortBatch, SpillwayConf, TaskSpill}
 
 /**
  * Spark's `SortExec` run by Spillway's native external sort: the same ordering, distribution and
@@ -234,7 +233,7 @@ private[sql] object SpillwaySortIterator {
    */
   def batchBytes(budget: Long): Int = math.min(1L << 20, math.max(16L << 10, budget / 4)).toInt
 
-  private val HeaderBytes = 8 // u32 keyLength | u32 valueLength, little-endian
+  private val HeaderBytes = SortBatch.HeaderBytes
 
   private def putIntLE(a: Array[Byte], at: Int, v: Int): Unit = {
     a(at) = v.toByte

@@ -5,7 +5,7 @@ import java.util.Locale
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
-import org.apache.spark.spillway.SpillwayConf
+import spillway.SpillwayConf
 
 /**
  * Replaces each `SortExec` whose keys [[SortKeyEncoder]] can encode with a [[SpillwaySortExec]];

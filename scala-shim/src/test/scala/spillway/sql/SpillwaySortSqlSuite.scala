@@ -22,10 +22,10 @@ import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.QueryExecutionListener
 import org.apache.spark.TaskContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
-import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog, SpillwayConf}
+import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog}
 import org.scalatest.funsuite.AnyFunSuite
 
-import spillway.{LocalSpark, TaskSpill, TestFiles}
+import spillway.{LocalSpark, SpillwayConf, TaskSpill, TestFiles}
 
 /**
  * The extension in real queries, with Spark's own SortExec as the oracle: every query runs with

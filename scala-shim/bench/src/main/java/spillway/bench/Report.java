@@ -406,7 +406,7 @@ public final class Report {
     return String.format(Locale.ROOT, fmt, v);
   }
 
-  private static String row(Object... cells) {
+  static String row(Object... cells) {
     StringBuilder b = new StringBuilder("|");
     for (Object c : cells) {
       b.append(' ').append(c).append(" |");

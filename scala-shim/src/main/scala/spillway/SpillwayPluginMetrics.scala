@@ -1,19 +1,22 @@
-package org.apache.spark.spillway
+package spillway
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.SparkEnv
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * Spillway's plugin metrics as this JVM's Spark metrics system holds them (what its sinks report),
- * read back for checks. Lives under org.apache.spark because Spark's MetricsSystem is private[spark].
+ * read back for checks (through [[SparkInternals.metricRegistry]]: Spark's MetricsSystem is private[spark]).
  */
 object SpillwayPluginMetrics {
-  /** The source Spark registers for the plugin's metric registry: `plugin.<plugin class name>`. */
+  /** The source Spark registers for a plugin's metric registry: `plugin.<plugin class name>`. */
+  def sourceName(pluginClass: Class[_]): String = s"plugin.${pluginClass.getName}"
+
+  /** The source of `spillway.SpillwayPlugin`. */
   val SourceName: String = "plugin.spillway.SpillwayPlugin"
 
   /** Metric name → value (gauges and counters), or None if this JVM has no SparkEnv or the plugin registered no metrics. */
-  def values(): Option[Map[String, Long]] = registry().map { registry =>
+  def values(source: String = SourceName): Option[Map[String, Long]] = registry(source).map { registry =>
     registry.getGauges.asScala.iterator.map { case (name, gauge) =>
       name -> (gauge.getValue match {
         case n: java.lang.Number => n.longValue
@@ -23,8 +26,7 @@ object SpillwayPluginMetrics {
   }
 
   /** Names of the counters (the rest are gauges), or None as for [[values]]. */
-  def counterNames(): Option[Set[String]] = registry().map(_.getCounters.asScala.keySet.toSet)
+  def counterNames(source: String = SourceName): Option[Set[String]] = registry(source).map(_.getCounters.asScala.keySet.toSet)
 
-  private def registry() =
-    Option(SparkEnv.get).flatMap(_.metricsSystem.getSourcesByName(SourceName).headOption).map(_.metricRegistry)
+  private def registry(source: String) = SparkInternals.metricRegistry(source)
 }

@@ -6,10 +6,10 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
-import org.apache.spark.spillway.{ExecutorIds, SpillwayPluginMetrics}
+import org.apache.spark.spillway.demo.ExecutorIds
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, SpillwayPlugin, TaskSpill}
+import spillway.{NativeLoader, SpillwayPlugin, SpillwayPluginMetrics, TaskSpill}
 
 /** What one executor saw; built inside a task. */
 final case class ExecutorReport(
@@ -37,10 +37,12 @@ final case class ExecutorReport(
  *  3. one executor is killed mid-spill (the task halts its JVM): its plan dir is an orphan. The
  *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it.
  *
- * Prints one line per executor per step; exits 1 if a check fails. Needs `spark.plugins=
- * spillway.SpillwayPlugin`, one core per executor and exactly `executors` executors.
+ * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
+ * `cluster-demo-result=failed N check(s)` (exit status 1). Needs `spark.plugins=
+ * spillway.demo.ClusterDemoPlugin` (the product's plugin, observed), one core per executor and
+ * exactly `executors` executors.
  *
- * Usage: spark-submit --class spillway.demo.ClusterDemo spillway.jar [executors (2)]
+ * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)]
  */
 object ClusterDemo {
   private val FilesPerTask = 2
@@ -53,12 +55,14 @@ object ClusterDemo {
     val failures =
       try run(spark.sparkContext, executors)
       finally spark.stop()
-    if (failures.nonEmpty) {
-      failures.foreach(f => println(s"FAILED: $f"))
-      sys.exit(1)
-    }
-    println("cluster demo: all checks passed")
+    failures.foreach(f => println(s"FAILED: $f"))
+    // The last line, for project/cluster-test.sh; the exit status says the same.
+    println(s"$ResultKey=${if (failures.isEmpty) "passed" else s"failed ${failures.size} check(s)"}")
+    if (failures.nonEmpty) sys.exit(1)
   }
+
+  /** The key of the result line: `cluster-demo-result=passed`, or `=failed N check(s)`. */
+  val ResultKey = "cluster-demo-result"
 
   /** Runs the three steps; returns the failed checks. */
   def run(sc: SparkContext, executors: Int): Seq[String] = {
@@ -73,7 +77,7 @@ object ClusterDemo {
       val plan = TaskSpill.plan()
       val files = (0 until FilesPerTask).map { i =>
         val file = plan.createTmpFile()
-        Using.resource(file.outputStream())(out => writePattern(out, BytesPerFile, i))
+        Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, BytesPerFile, i))
         file
       }
       report(planDirs = files.map(f => new File(f.path).getParent).distinct, bytesSpilled = plan.usedDiskSpace,
@@ -106,7 +110,7 @@ object ClusterDemo {
       val task = TaskContext.get()
       if (task.attemptNumber() == 0) {
         val file = TaskSpill.plan().createTmpFile()
-        Using.resource(file.outputStream())(out => writePattern(out, BytesPerFile, 0))
+        Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, BytesPerFile, 0))
         System.err.println(s"cluster demo: executor ${SparkEnv.get.executorId} halting with plan dir ${new File(file.path).getParent}")
         Runtime.getRuntime.halt(137) // no shutdown hooks, no release: a killed executor
       }
@@ -157,7 +161,7 @@ object ClusterDemo {
 
   /** Runs inside a task: this executor's state. */
   private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0, logicalBytesSpilled: Long = 0, filesBytesOnDisk: Long = 0): ExecutorReport = {
-    val startup = SpillwayPlugin.startup
+    val startup = ClusterDemoPlugin.startup
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (blockManagerDirs, _) = SpillwayPlugin.blockManagerDirs(localDirs)
     ExecutorReport(
@@ -171,26 +175,8 @@ object ClusterDemo {
       bytesSpilled = bytesSpilled,
       logicalBytesSpilled = logicalBytesSpilled,
       filesBytesOnDisk = filesBytesOnDisk,
-      leftovers = if (planDirs.nonEmpty) Nil else spillwayEntries(blockManagerDirs),
-      metrics = SpillwayPluginMetrics.values().getOrElse(Map.empty))
-  }
-
-  /** Plan dirs (`spillway-*`) and owner locks (`.spillway-*.owner`) directly inside `dirs`. */
-  private def spillwayEntries(dirs: Seq[String]): Seq[String] =
-    dirs.flatMap { d =>
-      Option(new File(d).listFiles()).toSeq.flatten
-        .filter(f => f.getName.startsWith("spillway-") || f.getName.startsWith(".spillway-"))
-        .map(_.getPath)
-    }
-
-  private def writePattern(out: java.io.OutputStream, bytes: Long, seed: Int): Unit = {
-    val chunk = Array.tabulate[Byte](64 * 1024)(i => (i * 31 + seed).toByte)
-    var left = bytes
-    while (left > 0) {
-      val n = math.min(left, chunk.length.toLong).toInt
-      out.write(chunk, 0, n)
-      left -= n
-    }
+      leftovers = if (planDirs.nonEmpty) Nil else DemoFiles.spillwayEntries(blockManagerDirs, ownerLocks = true),
+      metrics = SpillwayPluginMetrics.values(ClusterDemoPlugin.MetricsSource).getOrElse(Map.empty))
   }
 
   private def describe(r: ExecutorReport): String =

@@ -1,10 +1,9 @@
-package org.apache.spark.spillway
+package spillway
 
 import java.util.Locale
 
 import org.apache.spark.{SparkConf, TaskContext}
-import org.apache.spark.internal.config.ConfigEntry
-import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * Spillway's configuration keys and their one parser.
@@ -100,21 +99,16 @@ object SpillwayConf {
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
   val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SqlSortEnabledKey)
 
-  // Registered through SQLConf.buildConf (a ConfigBuilder that also registers with SQLConf) so that
-  // `spark.conf.set`/`SET` accept the keys per session (Spark rejects session-level changes of
-  // keys registered only as core configs) and check the value there with [[parse]]. Session values
-  // reach tasks as local properties, for SQL/Dataset actions only.
-  private def register(s: ByteSetting, doc: String): ConfigEntry[String] =
-    SQLConf
-      .buildConf(s.key)
-      .doc(doc)
-      .version("0.1.0")
-      .stringConf
-      // Not checkValue: its message is fixed, and each rejection here says what to write instead.
-      .transform(v => parse(s, v).fold(e => throw new IllegalArgumentException(e), _ => v))
-      .createWithDefault(s.default)
+  // Registered with SQLConf so that `spark.conf.set`/`SET` accept the keys per session (Spark
+  // rejects session-level changes of keys registered only as core configs) and check the value
+  // there with [[parse]]. Session values reach tasks as local properties, for SQL/Dataset actions
+  // only. Each rejection says what to write instead (a checkValue's message would be fixed).
+  private def register(s: ByteSetting, doc: String): Unit =
+    SparkInternals.registerSessionConf(s.key, doc, "0.1.0", s.default) { v =>
+      parse(s, v).left.foreach(e => throw new IllegalArgumentException(e))
+    }
 
-  private[spark] val MAX_TEMP_DIRECTORY_SIZE: ConfigEntry[String] = register(MaxTempDirectorySize,
+  register(MaxTempDirectorySize,
     "Limit on the bytes held in the live spill files of one native plan (one per task). A write " +
       "that would exceed it fails with SpillLimitExceededException. 0 refuses every write; " +
       "'unlimited' sets no limit. Read when a plan is created: the session value (SQL/Dataset " +
@@ -122,14 +116,14 @@ object SpillwayConf {
 
   // Opt-in (unlimited by default). Each plan keeps the value read at its creation, so no session
   // changes another's running plans.
-  private[spark] val MAX_EXECUTOR_TEMP_DIRECTORY_SIZE: ConfigEntry[String] = register(MaxExecutorTempDirectorySize,
+  register(MaxExecutorTempDirectorySize,
     "Limit on the bytes held in the live spill files of all native plans of one executor " +
       "together, on top of each plan's own spark.spillway.maxTempDirectorySize. A write that " +
       "would exceed it fails with SpillLimitExceededException naming this key. Read when a plan " +
       "is created (the session value, for SQL/Dataset actions, first, then the Spark conf) and " +
       "fixed for that plan. Unlimited by default.")
 
-  private[spark] val SORT_MEMORY_BUDGET: ConfigEntry[String] = register(SortMemoryBudget,
+  register(SortMemoryBudget,
     "Most bytes of records one native sort holds in memory before it writes a sorted run to " +
       "disk. The sort also takes its memory from the task's Spark execution memory, so it spills " +
       "earlier when Spark grants less. Read when a sort starts: the session value (SQL/Dataset " +

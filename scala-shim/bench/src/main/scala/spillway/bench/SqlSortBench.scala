@@ -12,7 +12,7 @@ import spillway.sql.{SpillwaySortExec, SpillwaySortRule}
  * A spilling SQL `ORDER BY` with Spillway's SQL extension on and off, in alternating runs of the
  * same query on the same data and the same execution memory. Not a test: it prints the times.
  *
- * Usage: `project/sbt "runMain spillway.bench.SqlSortBench rows memory runs"`, default
+ * Usage: `project/sbt "bench/runMain spillway.bench.SqlSortBench rows memory runs"`, default
  * "4000000 64m 3": local[1] (one task at a time) with `memory` bytes of Spark execution memory,
  * the native sort's budget the same; rows of a long key, a string key and a 60-byte payload,
  * ordered by the string descending then the long; every row is read, none kept. Both sorts must

@@ -1,4 +1,4 @@
-package org.apache.spark.spillway
+package spillway
 
 import java.io.IOException
 import java.nio.ByteBuffer
@@ -6,8 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 
 import org.apache.spark.TaskContext
 import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
-
-import spillway.{ExternalSort, SpillPlan}
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * A native sort's memory as Spark sees it: the bytes the native sort holds are taken from the
@@ -140,11 +139,11 @@ final class NativeSortConsumer private (
       val stats = sort.stats
       val metrics = task.taskMetrics()
       if (stats.spilledMemory > reportedMemorySpilled) {
-        metrics.incMemoryBytesSpilled(stats.spilledMemory - reportedMemorySpilled)
+        SparkInternals.incMemoryBytesSpilled(task, stats.spilledMemory - reportedMemorySpilled)
         reportedMemorySpilled = stats.spilledMemory
       }
       if (stats.spilledBytes > reportedDiskSpilled) {
-        metrics.incDiskBytesSpilled(stats.spilledBytes - reportedDiskSpilled)
+        SparkInternals.incDiskBytesSpilled(task, stats.spilledBytes - reportedDiskSpilled)
         reportedDiskSpilled = stats.spilledBytes
       }
     }
@@ -169,7 +168,7 @@ object NativeSortConsumer {
   def create(task: TaskContext, plan: SpillPlan, memoryBudget: Long): NativeSortConsumer = {
     val sort = plan.createSort(memoryBudget)
     val consumer =
-      try new NativeSortConsumer(task, task.taskMemoryManager(), sort)
+      try new NativeSortConsumer(task, SparkInternals.taskMemoryManager(task), sort)
       catch {
         case t: Throwable =>
           sort.close()

@@ -6,11 +6,11 @@ import scala.collection.mutable
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobEnd, SparkListenerTaskEnd}
-import org.apache.spark.spillway.SpillwayConf
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.types.{BinaryType, StructField, StructType}
 
 import spillway.NativeSort._
+import spillway.SpillwayConf
 
 /**
  * Wall time of Spillway's native sort against Spark's own sort (`sortWithinPartitions` on a binary

@@ -1,12 +1,11 @@
-package org.apache.spark.spillway
+package spillway
 
 import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkEnv, TaskContext}
-
-import spillway.TaskSpill
+import org.apache.spark.spillway.SparkInternals
 
 /**
  * The records of `input` sorted by the native sort of the current task's spill plan: unsigned
@@ -22,7 +21,7 @@ import spillway.TaskSpill
  */
 final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batchBytes: Int = NativeSortIterator.DefaultBatchBytes)
     extends Iterator[(Array[Byte], Array[Byte])] {
-  require(batchBytes >= NativeSortIterator.HeaderBytes, s"batchBytes too small: $batchBytes")
+  require(batchBytes >= SortBatch.HeaderBytes, s"batchBytes too small: $batchBytes")
 
   private var consumer: NativeSortConsumer = _
   private var started = false
@@ -43,9 +42,9 @@ final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batc
     val valueLength = out.getInt(pos + 4)
     val key = new Array[Byte](keyLength)
     val value = new Array[Byte](valueLength)
-    out.get(pos + NativeSortIterator.HeaderBytes, key)
-    out.get(pos + NativeSortIterator.HeaderBytes + keyLength, value)
-    pos += NativeSortIterator.HeaderBytes + keyLength + valueLength
+    out.get(pos + SortBatch.HeaderBytes, key)
+    out.get(pos + SortBatch.HeaderBytes + keyLength, value)
+    pos += SortBatch.HeaderBytes + keyLength + valueLength
     (key, value)
   }
 
@@ -80,7 +79,7 @@ final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batc
       consumer.add(batch, batch.position(), records)
       batch.clear()
       records = 0
-      task.killTaskIfInterrupted() // a cancelled task stops between batches
+      SparkInternals.killTaskIfInterrupted(task) // a cancelled task stops between batches
     }
     while (input.hasNext) {
       val (key, value) = input.next()
@@ -91,7 +90,7 @@ final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batc
         // A record larger than the whole buffer: grow it (and keep it grown for this sort).
         if (size > batch.capacity()) batch = ByteBuffer.allocateDirect(size.toInt).order(ByteOrder.LITTLE_ENDIAN)
       }
-      batch.putInt(key.length).putInt(value.length).put(key).put(value)
+      SortBatch.put(batch, key, value)
       records += 1
     }
     flush()
@@ -122,10 +121,8 @@ object NativeSortIterator {
   /** Bytes of the reusable input and output buffers: large enough to make the JNI calls rare. */
   val DefaultBatchBytes: Int = 1 << 20
 
-  private val HeaderBytes = 8 // u32 keyLength | u32 valueLength
-
   private def recordBytes(key: Array[Byte], value: Array[Byte]): Long = {
-    val size = HeaderBytes.toLong + key.length + value.length
+    val size = SortBatch.recordBytes(key, value)
     if (size > Int.MaxValue - 16) {
       throw new IllegalArgumentException(
         s"a record of a ${key.length}-byte key and a ${value.length}-byte value is too large for a sort batch (2 GiB)")

@@ -7,10 +7,9 @@ import java.util.Comparator
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.spillway.{NativeSortIterator, SpillwayConf}
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, NativeSort, NativeStats, TaskSpill}
+import spillway.{NativeLoader, NativeSort, NativeSortIterator, NativeStats, SpillwayConf, TaskSpill}
 
 /** What one demo task did. */
 final case class TaskReport(
@@ -214,18 +213,10 @@ object Demo {
   /** Runs inside a task: asks for the task's plan and spills through it if `spills`. */
   def runTask(partition: Int, spills: Boolean, files: Int, bytesPerFile: Long): TaskReport = {
     val plan = TaskSpill.plan()
-    val chunk = Array.tabulate[Byte](64 * 1024)(i => (i * 31 + partition).toByte)
     val written = if (spills) {
       (0 until files).map { _ =>
         val file = plan.createTmpFile()
-        Using.resource(file.outputStream()) { out =>
-          var left = bytesPerFile
-          while (left > 0) {
-            val n = math.min(left, chunk.length.toLong).toInt
-            out.write(chunk, 0, n)
-            left -= n
-          }
-        }
+        Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, bytesPerFile, partition))
         file
       }
     } else Seq.empty
@@ -238,13 +229,8 @@ object Demo {
       planDirs = written.map(f => new File(f.path).getParent).distinct)
   }
 
-  /** `spillway-*` entries directly inside the local dirs, where plans create their dirs. */
-  def spillDirsUnder(localDirs: Seq[String]): Seq[String] =
-    localDirs.flatMap { dir =>
-      Option(new File(dir).listFiles()).toSeq.flatten
-        .filter(_.getName.startsWith("spillway-"))
-        .map(_.getPath)
-    }
+  /** Plan dirs directly inside the local dirs. */
+  private def spillDirsUnder(localDirs: Seq[String]): Seq[String] = DemoFiles.spillwayEntries(localDirs, ownerLocks = false)
 
   private def mib(bytes: Long): String = f"${bytes / (1024.0 * 1024)}%.1f MiB"
 

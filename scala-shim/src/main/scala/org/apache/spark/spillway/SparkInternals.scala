@@ -1,0 +1,49 @@
+package org.apache.spark.spillway
+
+import com.codahale.metrics.MetricRegistry
+import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.memory.TaskMemoryManager
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * The Spark calls Spillway needs that Spark keeps `private[spark]`, each with why: the only
+ * Spillway code in Spark's namespace. It imports nothing of Spillway (package `spillway` imports
+ * it, never the other way round). Not an API: it follows Spark's internals from version to version.
+ */
+object SparkInternals {
+  /** The native sort takes its memory from the task's memory manager, as Spark's own sorters do. */
+  def taskMemoryManager(task: TaskContext): TaskMemoryManager = task.taskMemoryManager()
+
+  /** The native sort's spills count in the task's metrics ("Spill (Memory)" in the UI), as Spark's own do. */
+  def incMemoryBytesSpilled(task: TaskContext, bytes: Long): Unit = task.taskMetrics().incMemoryBytesSpilled(bytes)
+
+  /** The native sort's spills count in the task's metrics ("Spill (Disk)" in the UI), as Spark's own do. */
+  def incDiskBytesSpilled(task: TaskContext, bytes: Long): Unit = task.taskMetrics().incDiskBytesSpilled(bytes)
+
+  /** A cancelled task stops between native sort batches, as Spark's InterruptibleIterator does. */
+  def killTaskIfInterrupted(task: TaskContext): Unit = task.killTaskIfInterrupted()
+
+  /**
+   * The metric registry of `source` in this JVM's Spark metrics system (MetricsSystem is
+   * private[spark]): the plugin's metrics read back as Spark's sinks see them. None without a
+   * SparkEnv or such a source.
+   */
+  def metricRegistry(source: String): Option[MetricRegistry] =
+    Option(SparkEnv.get).flatMap(_.metricsSystem.getSourcesByName(source).headOption).map(_.metricRegistry)
+
+  /**
+   * Registers a string setting with SQLConf (its ConfigBuilder is private[spark]), so that
+   * `spark.conf.set`/`SET` accept it per session (Spark rejects session changes of keys it does
+   * not know as SQL confs) and run `check` on every value set, which throws to reject it.
+   */
+  def registerSessionConf(key: String, doc: String, version: String, default: String)(check: String => Unit): Unit = {
+    SQLConf
+      .buildConf(key)
+      .doc(doc)
+      .version(version)
+      .stringConf
+      .transform { v => check(v); v }
+      .createWithDefault(default)
+    ()
+  }
+}
