@@ -137,7 +137,6 @@ final class NativeSortConsumer private (
   private def reportSpills(): Unit =
     taskMemory.synchronized {
       val stats = sort.stats
-      val metrics = task.taskMetrics()
       if (stats.spilledMemory > reportedMemorySpilled) {
         SparkInternals.incMemoryBytesSpilled(task, stats.spilledMemory - reportedMemorySpilled)
         reportedMemorySpilled = stats.spilledMemory
