@@ -52,6 +52,17 @@ func Java_spillway_NativeSpill_sortMemoryUsed(env *C.JNIEnv, _ C.jclass, sortHan
 	return C.jlong(used)
 }
 
+//export Java_spillway_NativeSpill_sortAddGrowthBound
+func Java_spillway_NativeSpill_sortAddGrowthBound(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, length, records C.jint) C.jlong {
+	defer recoverPanic(env)
+	bound, err := registry.SortAddGrowthBound(uint64(sortHandle), int(length), int(records))
+	if err != nil {
+		throw(env, err)
+		return 0
+	}
+	return C.jlong(bound)
+}
+
 // sortNext returns the bytes filled, 0 at the end, or minus the size of a buffer that would hold
 // the next record, so the caller grows its buffer instead of catching an exception.
 //

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spillway/spillway/plan/extsort"
 )
@@ -63,6 +64,19 @@ func (r *Registry) SortMemoryUsed(sh uint64) (int64, error) {
 		return 0, err
 	}
 	return s.MemoryUsed(), nil
+}
+
+// SortAddGrowthBound is at most what adding a batch of length bytes and records records adds to
+// the memory of sort sh; see extsort.Sorter.AddGrowthBound.
+func (r *Registry) SortAddGrowthBound(sh uint64, length, records int) (int64, error) {
+	if length < 0 || records < 0 {
+		return 0, &ArgumentError{Reason: fmt.Sprintf("batch length %d and record count %d must not be negative", length, records)}
+	}
+	s, err := r.sorter(sh)
+	if err != nil {
+		return 0, err
+	}
+	return s.AddGrowthBound(length, records), nil
 }
 
 // SortNext fills dst with whole records in sorted order and returns the bytes filled, 0 at the

@@ -152,7 +152,8 @@ fi
 failed=0
 
 # ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
-left="$(find "$cluster" \( -name 'spillway-*' -o -name '.spillway-*' \) -print)"
+# Plan dirs are directories (the workers' copies of spillway-demo_*.jar are not); owner locks, files.
+left="$(find "$cluster" \( -type d -name 'spillway-*' -o -name '.spillway-*' \) -print)"
 if [[ -n "$left" ]]; then
   log "left behind:"; echo "$left"; failed=1
 else

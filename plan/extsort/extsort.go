@@ -252,6 +252,13 @@ func (s *Sorter) Spill() (freed int64, err error) {
 
 // MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
 // reports to Spark's memory manager.
+// AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
+// MemoryUsed: the bytes, one index entry per record, and one arena chunk partly filled. A caller
+// that accounts for the sort's memory elsewhere (Spark's task memory) reserves this first.
+func (s *Sorter) AddGrowthBound(length, records int) int64 {
+	return int64(length) + entrySize*int64(records) + int64(s.mem.chunkSize)
+}
+
 func (s *Sorter) MemoryUsed() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

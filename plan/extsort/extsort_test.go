@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -612,4 +613,25 @@ func FuzzAdd(f *testing.F) {
 		}
 		assertSorted(t, decode(t, batch), drain(t, s, 64))
 	})
+}
+
+// AddGrowthBound is what the JVM reserves from Spark before an add: the add must never grow the
+// sort's memory past it, whatever the chunk size (budget) and the record sizes.
+func TestAddGrowthBoundBoundsAdd(t *testing.T) {
+	for _, budget := range []int64{1 << 10, 64 << 10, 64 << 20} {
+		m, _ := newManager(t, 1<<30, nil)
+		s := newSorter(t, m, budget)
+		for round, valueLen := range []int{0, 7, 300, 5000} {
+			var recs []rec
+			for i := 0; i < 50; i++ {
+				recs = append(recs, rec{key: []byte(fmt.Sprintf("k%06d", i)), val: bytes.Repeat([]byte{1}, valueLen)})
+			}
+			batch := encode(recs)
+			bound := s.AddGrowthBound(len(batch), len(recs))
+			before := s.MemoryUsed()
+			require.NoError(t, s.Add(batch))
+			// An add that spills first (at the budget) holds less afterwards: the bound is still a bound.
+			assert.LessOrEqual(t, s.MemoryUsed()-before, bound, "budget %d, round %d", budget, round)
+		}
+	}
 }

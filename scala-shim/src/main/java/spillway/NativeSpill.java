@@ -334,6 +334,16 @@ public final class NativeSpill {
   public static native long sortMemoryUsed(long sort);
 
   /**
+   * At most the bytes of memory that {@link #sortAdd} of a batch of {@code length} bytes holding
+   * {@code records} records adds to {@link #sortMemoryUsed}: the bytes, the sort's index entry per
+   * record and one partly filled arena chunk. A caller accounting for the sort's memory elsewhere
+   * (Spark's task memory) reserves this before the add.
+   *
+   * @throws IllegalArgumentException if {@code length} or {@code records} is negative
+   */
+  public static native long sortAddGrowthBound(long sort, int length, int records);
+
+  /**
    * Ends the input on its first call, then fills the direct buffer {@code out[offset, offset +
    * length)} with whole records in sorted order.
    *

@@ -39,6 +39,10 @@ final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val m
   /** Bytes of memory the sort holds now; 0 once closed. */
   def memoryUsed: Long = ifOpen(0L)(() => NativeSpill.sortMemoryUsed(handle))
 
+  /** At most what adding a batch of `length` bytes holding `records` records adds to [[memoryUsed]]; 0 once closed. */
+  def addGrowthBound(length: Int, records: Int): Long =
+    ifOpen(0L)(() => NativeSpill.sortAddGrowthBound(handle, length, records))
+
   /**
    * Ends the input on the first call, then fills the direct buffer `out[offset, offset + length)`
    * with whole records in sorted order.

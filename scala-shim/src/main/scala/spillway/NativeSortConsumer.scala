@@ -4,7 +4,7 @@ import java.io.IOException
 import java.nio.ByteBuffer
 import java.util.concurrent.atomic.AtomicBoolean
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
 import org.apache.spark.spillway.SparkInternals
 
@@ -43,7 +43,7 @@ final class NativeSortConsumer private (
    * hold.
    */
   def add(batch: ByteBuffer, length: Int, records: Int): Unit = {
-    reserve(NativeSortConsumer.growth(length, records, sort.memoryBudget))
+    reserve(sort.addGrowthBound(length, records))
     sort.add(batch, 0, length)
     settle()
   }
@@ -151,14 +151,17 @@ final class NativeSortConsumer private (
 object NativeSortConsumer {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
-  // What the native sort holds per record besides its bytes (its index entry), and the arena
-  // chunk it may start for a batch (extsort: chunks of at most 1 MiB).
-  private val IndexBytesPerRecord = 16L
-  private val ChunkSlack = 1L << 20
-
-  /** At most what adding a batch of `length` bytes and `records` records adds to the sort's memory. */
-  private[spillway] def growth(length: Int, records: Int, budget: Long): Long =
-    length + IndexBytesPerRecord * records + math.min(ChunkSlack, budget)
+  /**
+   * Starts a native sort for the Spark task running on this thread: in the task's plan, with the
+   * task's memory budget ([[SpillwayConf.sortMemoryBudget]]); the sort's iterators call this.
+   */
+  def forCurrentTask(): (TaskContext, NativeSortConsumer) = {
+    val task = TaskContext.get()
+    if (task == null) {
+      throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
+    }
+    (task, create(task, TaskSpill.plan(), SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)))
+  }
 
   /**
    * Starts a native sort of `memoryBudget` bytes in `plan` (the task's), with its memory taken from

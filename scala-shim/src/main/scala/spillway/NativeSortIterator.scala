@@ -4,7 +4,7 @@ import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.TaskContext
 import org.apache.spark.spillway.SparkInternals
 
 /**
@@ -57,12 +57,8 @@ final class NativeSortIterator(input: Iterator[(Array[Byte], Array[Byte])], batc
       finished = true
       return
     }
-    val task = TaskContext.get()
-    if (task == null) {
-      throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
-    }
-    val budget = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)
-    consumer = NativeSortConsumer.create(task, TaskSpill.plan(), budget)
+    val (task, newConsumer) = NativeSortConsumer.forCurrentTask()
+    consumer = newConsumer
     try addAll(task)
     catch {
       case NonFatal(e) =>

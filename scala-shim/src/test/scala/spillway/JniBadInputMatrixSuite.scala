@@ -121,6 +121,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("sortAdd", SortKind, h => NativeSpill.sortAdd(h, direct(record), 0, record.length)),
     ("sortSpill", SortKind, h => NativeSpill.sortSpill(h)),
     ("sortMemoryUsed", SortKind, h => NativeSpill.sortMemoryUsed(h)),
+    ("sortAddGrowthBound", SortKind, h => NativeSpill.sortAddGrowthBound(h, record.length, 1)),
     ("sortNext", SortKind, h => NativeSpill.sortNext(h, ByteBuffer.allocateDirect(256), 0, 256)),
     ("sortStats", SortKind, h => NativeSpill.sortStats(h, new Array[Long](5))),
     ("releaseSort", SortKind, h => NativeSpill.releaseSort(h)),

@@ -128,6 +128,23 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     } finally NativeSpill.releaseSort(sort)
   }
 
+  test("sortAddGrowthBound bounds what an add adds to sortMemoryUsed; a negative size is refused") {
+    val sort = NativeSpill.createSort(plan, 64L << 20)
+    try {
+      for (round <- 1 to 3) {
+        val records = Seq.tabulate(1000 * round)(i => b(f"key$i%08d") -> Array.fill[Byte](round * 7)(1))
+        val encoded = batch(records: _*)
+        val bound = NativeSpill.sortAddGrowthBound(sort, encoded.length, records.size)
+        val before = NativeSpill.sortMemoryUsed(sort)
+        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+        val grew = NativeSpill.sortMemoryUsed(sort) - before
+        assert(grew > 0 && grew <= bound, s"round $round: grew $grew bytes, bound $bound")
+      }
+      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, -1, 1))
+      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, 1, -1))
+    } finally NativeSpill.releaseSort(sort)
+  }
+
   test("adding after the first sortNext is an IllegalStateException; a released sort refuses every call") {
     val sort = NativeSpill.createSort(plan, 1 << 20)
     val encoded = batch(b("k") -> b("v"))

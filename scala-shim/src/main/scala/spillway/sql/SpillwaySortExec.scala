@@ -4,7 +4,7 @@ import java.nio.ByteBuffer
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.{SparkEnv, TaskContext, TaskKilledException}
+import org.apache.spark.{TaskContext, TaskKilledException}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, SortOrder, UnsafeProjection, UnsafeRow}
@@ -13,7 +13,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
 
-import spillway.{NativeSortConsumer, SortBatch, SpillwayConf, TaskSpill}
+import spillway.{NativeSortConsumer, SortBatch}
 
 /**
  * Spark's `SortExec` run by Spillway's native external sort: the same ordering, distribution and
@@ -113,11 +113,9 @@ private[sql] final class SpillwaySortIterator(
       finished = true
       return
     }
-    val task = TaskContext.get()
-    if (task == null) throw new IllegalStateException("a Spillway sort must run on a Spark task's thread")
-    val budget = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)
-    batchBytes = SpillwaySortIterator.batchBytes(budget)
-    consumer = NativeSortConsumer.create(task, TaskSpill.plan(), budget)
+    val (task, newConsumer) = NativeSortConsumer.forCurrentTask()
+    consumer = newConsumer
+    batchBytes = SpillwaySortIterator.batchBytes(consumer.sort.memoryBudget)
     // Registered after the consumer's own listener, so it runs first (Spark runs them in reverse):
     // the metrics of a sort whose output is not read to the end are reported too.
     task.addTaskCompletionListener[Unit](_ => report())
