@@ -10,7 +10,6 @@ package main
 import "C"
 
 import (
-	"fmt"
 
 	// The C ABI (include/spillway.h): its exports are the library's as well, on the same registry.
 	_ "github.com/spillway/spillway/capi"
@@ -153,25 +152,6 @@ func Java_spillway_NativeSpill_releaseTmpFile(env *C.JNIEnv, _ C.jclass, file C.
 //
 //export Java_spillway_NativeSpill_noop
 func Java_spillway_NativeSpill_noop(*C.JNIEnv, C.jclass) {}
-
-// statsLen is how many longs stats fills, in the order of plan.Stats.
-const statsLen = 10
-
-//export Java_spillway_NativeSpill_stats
-func Java_spillway_NativeSpill_stats(env *C.JNIEnv, _ C.jclass, out C.jlongArray) {
-	defer recoverPanic(env)
-	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < statsLen {
-		throw(env, argumentError(fmt.Sprintf("out must be a long[] of at least %d elements", statsLen)))
-		return
-	}
-	st := registry.Stats()
-	vals := [statsLen]C.jlong{
-		C.jlong(st.LivePlans), C.jlong(st.PlansSpilled), C.jlong(st.DirsCreated), C.jlong(st.FilesCreated),
-		C.jlong(st.BytesWritten), C.jlong(st.LimitFailures), C.jlong(st.FSErrors), C.jlong(st.BytesInUse),
-		C.jlong(st.GoHeapBytes), C.jlong(st.LogicalBytesWritten),
-	}
-	C.spillway_set_longs(env, out, &vals[0], statsLen)
-}
 
 //export Java_spillway_NativeSpill_sweepOrphans
 func Java_spillway_NativeSpill_sweepOrphans(env *C.JNIEnv, _ C.jclass, dirs C.jobjectArray) C.jint {

@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/timob/jnigi"
+
+	"github.com/spillway/spillway/plan"
 )
 
 // The executor's path: nothing on disk until the first file, the plan's dir and file appear in
@@ -217,9 +219,30 @@ func TestJVMReadOnlyAndLargeHeapBuffersAreWrittenExactly(t *testing.T) {
 	assert.EqualValues(t, len(want), j.used(plan))
 }
 
+// The JVM learns the stats arrays' layouts from the library, in plan's order.
+func TestJVMStatsLayoutsAreThePlanTables(t *testing.T) {
+	j := attach(t)
+	var names, kinds, sortNames []string
+	for _, s := range plan.StatsLayout {
+		names = append(names, s.Name)
+		kinds = append(kinds, string(s.Kind))
+	}
+	for _, s := range plan.SortStatsLayout {
+		sortNames = append(sortNames, s.Name)
+	}
+	assert.Equal(t, names, j.goStrings(Java_spillway_NativeSpill_statsNames(j.raw, 0)))
+	j.ok("statsNames")
+	assert.Equal(t, kinds, j.goStrings(Java_spillway_NativeSpill_statsKinds(j.raw, 0)))
+	j.ok("statsKinds")
+	assert.Equal(t, sortNames, j.goStrings(Java_spillway_NativeSpill_sortStatsNames(j.raw, 0)))
+	j.ok("sortStatsNames")
+}
+
 // stats refuses an array too short for its counters and fills one that is long enough.
 func TestJVMStatsFillsTheCountersAndRefusesAShortArray(t *testing.T) {
 	j := attach(t)
+	layout := plan.StatsLayout
+	statsLen := len(layout)
 	for _, n := range []int{0, statsLen - 1} {
 		Java_spillway_NativeSpill_stats(j.raw, 0, j.longArray(n))
 		j.thrown("java.lang.IllegalArgumentException", fmt.Sprintf("stats with a long[%d]", n))
@@ -238,10 +261,15 @@ func TestJVMStatsFillsTheCountersAndRefusesAShortArray(t *testing.T) {
 	j.ok("stats")
 	got := j.longs(out)
 	st := registry.Stats()
-	assert.Equal(t, []int64{st.LivePlans, st.PlansSpilled, st.DirsCreated, st.FilesCreated, st.BytesWritten,
-		st.LimitFailures, st.FSErrors, st.BytesInUse}, got[:8])
-	assert.GreaterOrEqual(t, got[7], int64(10), "bytes in live spill files")
-	assert.Positive(t, got[8], "Go heap bytes")
+	byName := map[string]int64{}
+	for i, s := range layout {
+		byName[s.Name] = got[i]
+		if s.Name != "goHeapBytes" { // moves between the two reads
+			assert.Equal(t, s.Value(&st), got[i], s.Name)
+		}
+	}
+	assert.GreaterOrEqual(t, byName["bytesInUse"], int64(10), "bytes in live spill files")
+	assert.Positive(t, byName["goHeapBytes"], "Go heap bytes")
 	assert.Zero(t, got[statsLen], "stats writes only its own counters")
 }
 
@@ -271,6 +299,7 @@ func limitExceptionClass() string {
 // (under -race, the detector watches the library's Go side of every call).
 func TestJVMConcurrentThreadsShareAPlanExactly(t *testing.T) {
 	const threads, writes = 4, 50
+	statsLen := len(plan.StatsLayout)
 	j := attach(t)
 	base, a, b := roots(t)
 	dirs := j.registerLocalDirs(a, b)

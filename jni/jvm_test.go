@@ -269,9 +269,26 @@ func (j *jvm) path(file _Ctype_jlong) string {
 	j.t.Helper()
 	s := Java_spillway_NativeSpill_path(j.raw, 0, file)
 	j.ok("path")
+	return j.goString(jnigi.WrapJObject(uintptr(s), "java/lang/String", false))
+}
+
+func (j *jvm) goString(s *jnigi.ObjectRef) string {
+	j.t.Helper()
 	var chars []uint16
-	require.NoError(j.t, jnigi.WrapJObject(uintptr(s), "java/lang/String", false).CallMethod(j.env, "toCharArray", &chars))
+	require.NoError(j.t, s.CallMethod(j.env, "toCharArray", &chars))
 	return string(utf16.Decode(chars))
+}
+
+// goStrings reads a String[] back.
+func (j *jvm) goStrings(arr _Ctype_jobjectArray) []string {
+	j.t.Helper()
+	require.NotZero(j.t, arr)
+	refs := j.env.FromObjectArray(jnigi.WrapJObject(uintptr(arr), "java/lang/String", true))
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = j.goString(r)
+	}
+	return out
 }
 
 func (j *jvm) releasePlan(plan _Ctype_jlong) {

@@ -223,6 +223,22 @@ jstring spillway_new_string(JNIEnv *env, const jchar *chars, jsize len) {
 	return (*env)->NewString(env, chars, len);
 }
 
+jobjectArray spillway_new_string_array(JNIEnv *env, jsize n) {
+	jclass string = (*env)->FindClass(env, "java/lang/String");
+	if (string == NULL) {
+		return NULL;
+	}
+	jobjectArray arr = (*env)->NewObjectArray(env, n, string, NULL);
+	(*env)->DeleteLocalRef(env, string);
+	return arr;
+}
+
+int spillway_set_string(JNIEnv *env, jobjectArray arr, jsize i, jstring s) {
+	(*env)->SetObjectArrayElement(env, arr, i, s);
+	(*env)->DeleteLocalRef(env, s);
+	return (*env)->ExceptionCheck(env) ? -1 : 0;
+}
+
 jsize spillway_array_length(JNIEnv *env, jarray arr) {
 	return (*env)->GetArrayLength(env, arr);
 }

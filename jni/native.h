@@ -78,4 +78,10 @@ void spillway_set_longs(JNIEnv *env, jlongArray arr, const jlong *vals, jsize n)
 // Returns a new Java string from UTF-16, or NULL with an exception pending.
 jstring spillway_new_string(JNIEnv *env, const jchar *chars, jsize len);
 
+// Returns a new String[n] of nulls, or NULL with an exception pending.
+jobjectArray spillway_new_string_array(JNIEnv *env, jsize n);
+
+// Stores s at arr[i] and deletes the local reference s. Returns 0, or -1 with an exception pending.
+int spillway_set_string(JNIEnv *env, jobjectArray arr, jsize i, jstring s);
+
 #endif

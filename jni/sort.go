@@ -85,31 +85,6 @@ func Java_spillway_NativeSpill_sortNext(env *C.JNIEnv, _ C.jclass, sortHandle C.
 	return C.jint(n)
 }
 
-// sortStatsLen is how many longs sortStats fills at most: records, runs, spilled bytes (on
-// disk), spilled memory, memory used, spilled logical bytes, merge passes. It takes any array of
-// at least sortStatsMinLen, as callers that know only the first five pass.
-const (
-	sortStatsLen    = 7
-	sortStatsMinLen = 5
-)
-
-//export Java_spillway_NativeSpill_sortStats
-func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, out C.jlongArray) {
-	defer recoverPanic(env)
-	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sortStatsMinLen {
-		throw(env, argumentError("out must be a long[] of at least 5 elements"))
-		return
-	}
-	st, err := registry.SortStats(uint64(sortHandle))
-	if err != nil {
-		throw(env, err)
-		return
-	}
-	vals := [sortStatsLen]C.jlong{C.jlong(st.Records), C.jlong(st.Runs), C.jlong(st.SpilledBytes), C.jlong(st.SpilledMemory), C.jlong(st.MemoryUsed),
-		C.jlong(st.SpilledLogicalBytes), C.jlong(st.MergePasses)}
-	C.spillway_set_longs(env, out, &vals[0], min(C.spillway_array_length(env, C.jarray(out)), sortStatsLen))
-}
-
 //export Java_spillway_NativeSpill_releaseSort
 func Java_spillway_NativeSpill_releaseSort(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) {
 	defer recoverPanic(env)

@@ -95,6 +95,20 @@ func (t *handleTable[T]) take(h uint64) (T, bool) {
 	return v, ok
 }
 
+// issued is how many handles the table has handed out (at most a few more, never fewer: a
+// counter value that scrambles to 0 is skipped), read from the shards' own counters, so that
+// counting costs add nothing.
+func (t *handleTable[T]) issued() int64 {
+	var n uint64
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		n += s.seq
+		s.mu.Unlock()
+	}
+	return int64(n)
+}
+
 func (t *handleTable[T]) len() int {
 	n := 0
 	for i := range t.shards {

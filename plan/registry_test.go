@@ -347,12 +347,13 @@ func TestExecutorLimitAndStats(t *testing.T) {
 	st.GoHeapBytes = 0
 	assert.Equal(t, Stats{
 		LivePlans: 2, PlansSpilled: 2, DirsCreated: 2, FilesCreated: 2,
-		BytesWritten: 150, LimitFailures: 1, BytesInUse: 150,
+		BytesWritten: 150, LimitFailures: 1, BytesInUse: 150, PlansCreated: 2,
 	}, st)
 	require.NoError(t, r.ReleasePlan(a))
 	require.NoError(t, r.ReleasePlan(b))
 	st = r.Stats()
 	assert.Zero(t, st.LivePlans)
 	assert.Zero(t, st.BytesInUse)
+	assert.EqualValues(t, 2, st.PlansCreated, "a count: releases do not lower it")
 	assert.Equal(t, before, listing(t, dirs))
 }

@@ -100,6 +100,22 @@ type SortStats struct {
 	MemoryUsed int64
 }
 
+// SortStatsLayout is the order of NativeSpill.sortStats' array, by name (the JVM finds a value by
+// its name: NativeSpill.sortStatsNames). Append only: clients that predate a value read the array
+// by position.
+var SortStatsLayout = []struct {
+	Name  string
+	Value func(*SortStats) int64
+}{
+	{"records", func(s *SortStats) int64 { return s.Records }},
+	{"runs", func(s *SortStats) int64 { return s.Runs }},
+	{"spilledBytes", func(s *SortStats) int64 { return s.SpilledBytes }},
+	{"spilledMemory", func(s *SortStats) int64 { return s.SpilledMemory }},
+	{"memoryUsed", func(s *SortStats) int64 { return s.MemoryUsed }},
+	{"spilledLogicalBytes", func(s *SortStats) int64 { return s.SpilledLogicalBytes }},
+	{"mergePasses", func(s *SortStats) int64 { return s.MergePasses }},
+}
+
 // SortStats returns the sort's counters.
 func (r *Registry) SortStats(sh uint64) (SortStats, error) {
 	s, err := r.sorter(sh)

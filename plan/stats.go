@@ -18,10 +18,46 @@ type Stats struct {
 	// LogicalBytesWritten is the plain bytes written to framed files (sort runs included),
 	// whose on-disk bytes are in BytesWritten.
 	LogicalBytesWritten int64
+	PlansCreated        int64 // plans created since the process started
 }
 
-// Stats counts on demand: live plans are counted by walking the handle shards, so creating and
-// releasing a plan never touches a counter shared by all plans.
+// StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
+// metrics system reports its rate), a Level goes up and down (reported as it is).
+type StatKind string
+
+const (
+	Count StatKind = "count"
+	Level StatKind = "level"
+)
+
+// Stat is one value of Stats as it crosses to the JVM: its name (the plugin's metric name), its
+// kind, and where it is in Stats.
+type Stat struct {
+	Name  string
+	Kind  StatKind
+	Value func(*Stats) int64
+}
+
+// StatsLayout is the order of NativeSpill.stats' array: the one place that says which value is
+// where. The JVM reads the names and kinds from the library (NativeSpill.statsNames, statsKinds)
+// and finds a value by its name, so a value added here needs no change anywhere else. Append
+// only: clients that predate a value read the array by position.
+var StatsLayout = []Stat{
+	{"livePlans", Level, func(s *Stats) int64 { return s.LivePlans }},
+	{"plansSpilled", Count, func(s *Stats) int64 { return s.PlansSpilled }},
+	{"dirsCreated", Count, func(s *Stats) int64 { return s.DirsCreated }},
+	{"spillFiles", Count, func(s *Stats) int64 { return s.FilesCreated }},
+	{"bytesSpilled", Count, func(s *Stats) int64 { return s.BytesWritten }},
+	{"limitFailures", Count, func(s *Stats) int64 { return s.LimitFailures }},
+	{"filesystemErrors", Count, func(s *Stats) int64 { return s.FSErrors }},
+	{"bytesInUse", Level, func(s *Stats) int64 { return s.BytesInUse }},
+	{"goHeapBytes", Level, func(s *Stats) int64 { return s.GoHeapBytes }},
+	{"logicalBytesSpilled", Count, func(s *Stats) int64 { return s.LogicalBytesWritten }},
+	{"plansCreated", Count, func(s *Stats) int64 { return s.PlansCreated }},
+}
+
+// Stats counts on demand: live and created plans are counted by walking the handle shards, so
+// creating and releasing a plan never touches a counter shared by all plans.
 func (r *Registry) Stats() Stats {
 	st := &r.shared.Stats
 	return Stats{
@@ -36,6 +72,7 @@ func (r *Registry) Stats() Stats {
 		GoHeapBytes:   goHeapBytes(),
 
 		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
+		PlansCreated:        r.plans.issued(),
 	}
 }
 

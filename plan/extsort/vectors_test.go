@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,6 +61,14 @@ func TestSharedVectors(t *testing.T) {
 	ins, err := filepath.Glob(filepath.Join(vectorsDir, "*.in"))
 	require.NoError(t, err)
 	require.Len(t, ins, len(vectorInputs()), "run go test ./plan/extsort -run TestSharedVectors -update-vectors")
+	// Every file is half of a NAME.in/NAME.out pair: a stray one would be read by no test.
+	entries, err := os.ReadDir(vectorsDir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		base, ext := strings.TrimSuffix(e.Name(), filepath.Ext(e.Name())), filepath.Ext(e.Name())
+		_, known := vectorInputs()[base]
+		require.True(t, known && (ext == ".in" || ext == ".out"), "%s in %s is no vector of vectorInputs", e.Name(), vectorsDir)
+	}
 	roots, err := spill.NewRoots([]string{t.TempDir()})
 	require.NoError(t, err)
 	for _, in := range ins {

@@ -236,16 +236,44 @@ public final class NativeSpill {
    */
   public static native void releasePlan(long plan) throws IOException;
 
-  /** How many longs {@link #stats} fills. */
-  public static final int STATS_LENGTH = 10;
+  // ---- Stats: the library owns the layouts of the stats arrays and names every value. ----
+  //
+  // Find a value by its name (statsIndex, sortStatsIndex), not by a position written down here:
+  // the library may append values, and only it knows the order.
+
+  /** The names of {@link #stats}' values, in order; they are the plugin's metric names. */
+  public static native String[] statsNames();
 
   /**
-   * Fills {@code out[0..9]} with this JVM's counters: live plans, plans that spilled, plan
-   * directories created, spill files created, bytes written to spill files (on disk: compressed
-   * and framed), writes refused by a limit, failed filesystem calls, bytes in live spill files now,
-   * bytes of the library's Go heap (outside the Java heap: count it in
-   * spark.executor.memoryOverhead), and the plain bytes written to framed files and sort runs
-   * (before compression).
+   * For each value of {@link #stats}, in order, {@code "count"} (it only grows while the process
+   * lives: report its rate) or {@code "level"} (it goes up and down: report it as it is).
+   */
+  public static native String[] statsKinds();
+
+  private static final String[] STATS_NAMES = statsNames();
+
+  /** How many longs {@link #stats} fills. */
+  public static final int STATS_LENGTH = STATS_NAMES.length;
+
+  /**
+   * Where the value named {@code name} is in {@link #stats}' array.
+   *
+   * @throws IllegalArgumentException if the library has no value of that name (the message lists
+   *     those it has)
+   */
+  public static int statsIndex(String name) {
+    return indexOf(STATS_NAMES, name, "stats");
+  }
+
+  /**
+   * Fills {@code out[0..STATS_LENGTH)} with this JVM's counters, named by {@link #statsNames}:
+   * live plans, plans that spilled, plan directories created, spill files created, bytes written
+   * to spill files (on disk: compressed and framed), writes refused by a limit, failed filesystem
+   * calls, bytes in live spill files now, bytes of the library's Go heap (outside the Java heap:
+   * count it in spark.executor.memoryOverhead), and the plain bytes written to framed files and
+   * sort runs (before compression).
+   *
+   * @throws IllegalArgumentException if {@code out} is null or shorter than {@link #STATS_LENGTH}
    */
   public static native void stats(long[] out);
 
@@ -325,15 +353,40 @@ public final class NativeSpill {
   public static native int sortNext(long sort, ByteBuffer out, int offset, int length)
       throws IOException;
 
+  /** The names of {@link #sortStats}' values, in order. */
+  public static native String[] sortStatsNames();
+
+  private static final String[] SORT_STATS_NAMES = sortStatsNames();
+
   /** How many longs {@link #sortStats} fills at most. */
-  public static final int SORT_STATS_LENGTH = 7;
+  public static final int SORT_STATS_LENGTH = SORT_STATS_NAMES.length;
 
   /**
-   * Fills the first {@code min(out.length, SORT_STATS_LENGTH)} of: records added, runs spilled,
-   * bytes the runs take on disk (compressed, framed: Spark's diskBytesSpilled), bytes of memory
-   * freed by spills (Spark's memoryBytesSpilled), bytes of memory held now, plain bytes written to
-   * the runs, and merge passes (0 when nothing spilled, 1 for a single merge, more when runs were
-   * too many for one). Runs are framed files in the plan's format.
+   * Where the value named {@code name} is in {@link #sortStats}' array.
+   *
+   * @throws IllegalArgumentException if the library has no value of that name
+   */
+  public static int sortStatsIndex(String name) {
+    return indexOf(SORT_STATS_NAMES, name, "sortStats");
+  }
+
+  private static int indexOf(String[] names, String name, String what) {
+    for (int i = 0; i < names.length; i++) {
+      if (names[i].equals(name)) {
+        return i;
+      }
+    }
+    throw new IllegalArgumentException(
+        what + " has no value named " + name + "; it has " + String.join(", ", names));
+  }
+
+  /**
+   * Fills the first {@code min(out.length, SORT_STATS_LENGTH)} values, named by {@link
+   * #sortStatsNames}: records added, runs spilled, bytes the runs take on disk (compressed, framed:
+   * Spark's diskBytesSpilled), bytes of memory freed by spills (Spark's memoryBytesSpilled), bytes
+   * of memory held now, plain bytes written to the runs, and merge passes (0 when nothing spilled,
+   * 1 for a single merge, more when runs were too many for one). Runs are framed files in the
+   * plan's format.
    *
    * @throws IllegalArgumentException if {@code out} is null or shorter than 5
    */

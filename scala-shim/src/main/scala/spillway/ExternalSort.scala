@@ -1,7 +1,7 @@
 package spillway
 
 import java.nio.ByteBuffer
-import java.util.concurrent.locks.ReentrantReadWriteLock
+import java.util.concurrent.atomic.AtomicBoolean
 
 /**
  * A native external sort of (key, value) byte records, owned by a [[SpillPlan]] (see the sort
@@ -9,16 +9,13 @@ import java.util.concurrent.locks.ReentrantReadWriteLock
  * [[SpillPlan.createSort]].
  *
  * Thread-safe, so that Spark can ask it to [[spill]] from another thread while the task adds or
- * reads. Native calls run under a read lock (the native sort serialises them on its own mutex) and
- * [[close]] under the write lock, so the sort is never released under a running call and no call
- * reaches the native side with a released handle. The plan's lock is taken first, then this one,
- * as in [[SpillPlan]]: a plan's release cannot overtake a running sort call either. No lock of this
- * class is held while Java code outside it runs.
+ * reads, without a lock of its own: the native sort serialises its calls and its release on its
+ * own mutex, and refuses its handle forever once released (by [[close]] or by the plan's release).
+ * This class keeps only whether it was closed (see docs/concurrency.md).
  */
 final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val memoryBudget: Long)
     extends AutoCloseable {
-  private val lock = new ReentrantReadWriteLock
-  @volatile private var closed = false
+  private val closed = new AtomicBoolean(false)
   // The stats read last, so that they survive the sort's release.
   @volatile private var lastStats = ExternalSort.Stats(0, 0, 0, 0, 0, 0, 0)
 
@@ -58,50 +55,44 @@ final class ExternalSort private[spillway] (plan: SpillPlan, handle: Long, val m
   /** The sort's counters now, or the last ones read before it was closed. */
   def stats: ExternalSort.Stats = {
     ifOpen(()) { () =>
-      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
-      NativeSpill.sortStats(handle, out)
-      lastStats = ExternalSort.Stats(out(0), out(1), out(2), out(3), out(4), out(5), out(6))
+      lastStats = ExternalSort.Stats.read(handle)
     }
     lastStats
   }
 
-  def isClosed: Boolean = closed
+  def isClosed: Boolean = closed.get
 
   /**
    * Deletes the sort's run files and drops its memory. Idempotent; once the plan is closed there
    * is nothing left to release (the plan's release closed the sort).
    */
-  override def close(): Unit = {
-    plan.ifOpen { () =>
-      lock.writeLock.lock()
-      try {
-        if (!closed) {
-          stats // keep the final counters
-          closed = true // first, so that a failed release is not retried against a released handle
-          NativeSpill.releaseSort(handle)
-        }
-      } finally lock.writeLock.unlock()
+  override def close(): Unit =
+    // Marked first, so that a failed release is not retried against a released handle.
+    if (closed.compareAndSet(false, true)) {
+      plan.ifOpen { () =>
+        lastStats = ExternalSort.Stats.read(handle) // the final counters
+        NativeSpill.releaseSort(handle)
+      }
     }
-    closed = true
-  }
 
   override def toString: String =
-    s"ExternalSort(budget=$memoryBudget bytes${if (closed) ", closed" else ""})"
+    s"ExternalSort(budget=$memoryBudget bytes${if (isClosed) ", closed" else ""})"
 
   private def call[T](op: () => T): T = plan.withOpenPlan { () =>
-    lock.readLock.lock()
-    try {
-      if (closed) throw new IllegalStateException("external sort is closed")
-      op()
-    } finally lock.readLock.unlock()
+    if (isClosed) throw new IllegalStateException("external sort is closed")
+    try op()
+    catch {
+      case e: IllegalStateException if isClosed => throw new IllegalStateException("external sort is closed", e)
+    }
   }
 
   private def ifOpen[T](whenClosed: T)(op: () => T): T = {
     var result = whenClosed
     plan.ifOpen { () =>
-      lock.readLock.lock()
-      try if (!closed) result = op()
-      finally lock.readLock.unlock()
+      if (!isClosed) {
+        try result = op()
+        catch { case _: IllegalStateException if isClosed => }
+      }
     }
     result
   }
@@ -122,4 +113,18 @@ object ExternalSort {
    */
   final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long,
       spilledLogicalBytes: Long, mergePasses: Long)
+
+  object Stats {
+    // Positions in NativeSpill.sortStats' array, found by name: the library owns the layout.
+    private lazy val fields = Seq("records", "runs", "spilledBytes", "spilledMemory", "memoryUsed",
+      "spilledLogicalBytes", "mergePasses").map(NativeSpill.sortStatsIndex)
+
+    /** The counters of the live native sort `handle`. */
+    private[spillway] def read(handle: Long): Stats = {
+      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+      NativeSpill.sortStats(handle, out)
+      val v = fields.map(out(_))
+      Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6))
+    }
+  }
 }

@@ -18,12 +18,11 @@ import org.apache.spark.spillway.SparkInternals
  * native budget ([[ExternalSort.memoryBudget]]) bounds it too; the sort spills at whichever is
  * reached first.
  *
- * Locking. [[spill]] is called by Spark with the task memory manager's monitor held, possibly on
- * another thread of the task, and reentrantly from our own `acquireMemory` on the task thread.
- * So the order is: the memory manager's monitor, then the sort's locks ([[ExternalSort]]); no code
- * here calls the memory manager while holding a sort lock. Every change of the grant
- * (`acquireMemory`/`freeMemory`, which update `used` outside Spark's lock) runs under the memory
- * manager's monitor, so concurrent spills and adds cannot lose an update of `used`.
+ * Locking: one lock, the task memory manager's monitor, which Spark already holds when it calls
+ * [[spill]] (possibly from another thread of the task, or reentrantly from our own
+ * `acquireMemory`). Every change of the grant and of the spills reported to the task's metrics
+ * takes it too, so a spill and the task thread never both act on the same reading; the native
+ * sort needs no lock of ours (see docs/concurrency.md).
  */
 final class NativeSortConsumer private (
     task: TaskContext,
@@ -34,8 +33,7 @@ final class NativeSortConsumer private (
     extends MemoryConsumer(taskMemory, taskMemory.pageSizeBytes(), taskMemory.getTungstenMemoryMode) {
 
   private val closed = new AtomicBoolean(false)
-  // Spill counters already added to the task's metrics (under metricsLock).
-  private val metricsLock = new Object
+  // Spill counters already added to the task's metrics (under taskMemory's monitor).
   private var reportedMemorySpilled = 0L
   private var reportedDiskSpilled = 0L
 
@@ -136,9 +134,9 @@ final class NativeSortConsumer private (
   }
 
   /** Adds what the sort spilled since the last report to the task's metrics. */
-  private def reportSpills(): Unit = {
-    val stats = sort.stats // before the lock: a native call; counters only grow, so order is free
-    metricsLock.synchronized {
+  private def reportSpills(): Unit =
+    taskMemory.synchronized {
+      val stats = sort.stats
       if (stats.spilledMemory > reportedMemorySpilled) {
         SparkInternals.incMemoryBytesSpilled(task, stats.spilledMemory - reportedMemorySpilled)
         reportedMemorySpilled = stats.spilledMemory
@@ -148,7 +146,6 @@ final class NativeSortConsumer private (
         reportedDiskSpilled = stats.spilledBytes
       }
     }
-  }
 }
 
 object NativeSortConsumer {

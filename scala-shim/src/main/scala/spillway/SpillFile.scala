@@ -55,7 +55,6 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
     val n = NativeSpill.write(handle, buf, offset, length)
     if (n != length) throw new IOException(s"short write to $path: $n of $length bytes")
     written.addAndGet(n)
-    SpillwayMetrics.bytesWritten.add(n)
   }
 
   /**

@@ -1,29 +1,25 @@
 package spillway
 
-import java.nio.file.Paths
-import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicBoolean
-import java.util.concurrent.locks.ReentrantReadWriteLock
+
+import scala.util.control.NonFatal
 
 /**
  * A native spill plan: its own spill space inside the given local dirs, created by the first
  * [[createTmpFile]] and bounded by `maxTempDirectorySize` bytes over its live files. [[close]]
  * deletes everything the plan created.
  *
- * Thread-safe. File operations run under a read lock and [[close]] under the write lock, so the
- * native plan is never released while one of its files is being created or written, and nothing
- * reaches the native side with a released handle.
+ * Thread-safe, without a lock of its own: the library refuses a released handle forever and
+ * serialises a release against the calls it races, so this class keeps only whether it was closed,
+ * to make [[close]] idempotent and to say "closed" when a call lost that race (see
+ * docs/concurrency.md).
  */
 final class SpillPlan private (
     handle: Long,
     val maxTempDirectorySize: Long,
     val maxExecutorTempDirectorySize: Long)
     extends AutoCloseable {
-  private val lock = new ReentrantReadWriteLock
-  @volatile private var closed = false
-  private val spilled = new AtomicBoolean(false)
-  // Plan directories seen so far (parents of this plan's files), to count directory creation.
-  private val dirs = ConcurrentHashMap.newKeySet[String]()
+  private val closed = new AtomicBoolean(false)
 
   /**
    * Creates a spill file in the executor's spill format: what is written to it is compressed
@@ -44,12 +40,11 @@ final class SpillPlan private (
       try NativeSpill.path(file)
       catch {
         case t: Throwable =>
-          NativeSpill.releaseTmpFile(file)
+          // Fails too if a close released the file meanwhile: the first failure is the one to tell.
+          try NativeSpill.releaseTmpFile(file)
+          catch { case NonFatal(e) => t.addSuppressed(e) }
           throw t
       }
-    SpillwayMetrics.filesCreated.increment()
-    if (spilled.compareAndSet(false, true)) SpillwayMetrics.plansSpilled.increment()
-    if (dirs.add(parent(path))) SpillwayMetrics.dirsCreated.increment()
     new SpillFile(this, file, path)
   }
 
@@ -67,7 +62,7 @@ final class SpillPlan private (
   /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))
 
-  def isClosed: Boolean = closed
+  def isClosed: Boolean = closed.get
 
   /**
    * Deletes every file and directory the plan created. Idempotent: the plan is closed even when
@@ -75,37 +70,32 @@ final class SpillPlan private (
    *
    * @throws java.io.IOException naming what could not be deleted
    */
-  override def close(): Unit = {
-    lock.writeLock.lock()
-    try {
-      if (!closed) {
-        closed = true // first, so that a failed release is not retried against a released handle
-        SpillwayMetrics.plansReleased.increment()
-        NativeSpill.releasePlan(handle)
-      }
-    } finally lock.writeLock.unlock()
-  }
+  override def close(): Unit =
+    // Marked first, so that a failed release is not retried against a released handle.
+    if (closed.compareAndSet(false, true)) NativeSpill.releasePlan(handle)
 
   override def toString: String =
-    s"SpillPlan(limit=$maxTempDirectorySize bytes, executor limit=$maxExecutorTempDirectorySize bytes${if (closed) ", closed" else ""})"
+    s"SpillPlan(limit=$maxTempDirectorySize bytes, executor limit=$maxExecutorTempDirectorySize bytes${if (isClosed) ", closed" else ""})"
 
-  /** Runs `op` while the plan is open and cannot be closed. */
+  /**
+   * Runs `op`, a native call on this plan or something it owns. Once the plan is closed it throws
+   * "spill plan is closed" instead, also when the close overtook `op` inside the library (which
+   * then refused the released handle).
+   */
   private[spillway] def withOpenPlan[T](op: () => T): T = {
-    lock.readLock.lock()
-    try {
-      if (closed) throw new IllegalStateException("spill plan is closed")
-      op()
-    } finally lock.readLock.unlock()
+    if (isClosed) throw new IllegalStateException("spill plan is closed")
+    try op()
+    catch {
+      case e: IllegalStateException if isClosed => throw new IllegalStateException("spill plan is closed", e)
+    }
   }
 
-  /** Runs `op` if the plan is open, keeping it open meanwhile; does nothing once it is closed. */
-  private[spillway] def ifOpen(op: () => Unit): Unit = {
-    lock.readLock.lock()
-    try if (!closed) op()
-    finally lock.readLock.unlock()
-  }
-
-  private def parent(path: String): String = String.valueOf(Paths.get(path).getParent)
+  /** Runs `op` if the plan is open; does nothing once it is closed (its release released all it owned). */
+  private[spillway] def ifOpen(op: () => Unit): Unit =
+    if (!isClosed) {
+      try op()
+      catch { case _: IllegalStateException if isClosed => }
+    }
 }
 
 object SpillPlan {
@@ -131,7 +121,6 @@ object SpillPlan {
   def create(localDirs: Array[String], maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
     val handle = NativeSpill.createPlanWithExecutorLimit(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
-    SpillwayMetrics.plansCreated.increment()
     new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
   }
 
@@ -144,7 +133,6 @@ object SpillPlan {
    */
   def createIn(localDirs: Long, maxTempDirectorySize: Long, maxExecutorTempDirectorySize: Long): SpillPlan = {
     val handle = NativeSpill.createPlanIn(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize)
-    SpillwayMetrics.plansCreated.increment()
     new SpillPlan(handle, maxTempDirectorySize, maxExecutorTempDirectorySize)
   }
 }

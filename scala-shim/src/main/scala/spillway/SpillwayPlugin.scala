@@ -107,18 +107,12 @@ final case class SpillwayStartup(
     sweepFailures: Seq[String])
 
 object SpillwayPlugin {
-  /** Metric names, in the order of [[NativeSpill.stats]]'s counters. */
-  val MetricNames: Seq[String] = Seq(
-    "livePlans",
-    "plansSpilled",
-    "dirsCreated",
-    "spillFiles",
-    "bytesSpilled",
-    "limitFailures",
-    "filesystemErrors",
-    "bytesInUse",
-    "goHeapBytes",
-    "logicalBytesSpilled")
+  /**
+   * Metric names, in the order of [[NativeSpill.stats]]'s counters: the library's own names
+   * ([[NativeSpill.statsNames]]), so the metrics are exactly what the library counts, for every
+   * caller (tasks, sorts and direct users of [[NativeSpill]] alike). Loads the library.
+   */
+  lazy val MetricNames: Seq[String] = NativeSpill.statsNames().toSeq
 
   /** How long the metrics reuse one read of the counters: a reporter's poll makes one JNI call, not one per metric. */
   val MetricsMaxAgeNanos: Long = 1000L * 1000 * 1000
@@ -177,12 +171,12 @@ object SpillwayPlugin {
   }
 
   /**
-   * The metrics that only grow (counts since the JVM started): registered as Dropwizard counters,
-   * so that sinks report them as counters (a rate, not a level); the others are gauges.
+   * The metrics that only grow (counts since the JVM started, [[NativeSpill.statsKinds]]
+   * `count`): registered as Dropwizard counters, so that sinks report them as counters (a rate,
+   * not a level); the others (`level`) are gauges. Loads the library.
    */
-  val CounterNames: Set[String] =
-    Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors",
-      "logicalBytesSpilled")
+  lazy val CounterNames: Set[String] =
+    MetricNames.zip(NativeSpill.statsKinds()).collect { case (name, "count") => name }.toSet
 
   /**
    * Registers one metric per counter of [[NativeSpill.stats]] in `registry` (a counter for

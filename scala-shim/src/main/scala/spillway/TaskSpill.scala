@@ -52,17 +52,20 @@ object TaskSpill {
   /** Plans of running tasks in this JVM (created and not yet released). */
   def activePlans: Int = plans.size
 
-  // Serialised per task (a task may run several threads), never across tasks: plans of
-  // concurrent tasks share no lock.
-  private def createPlan(task: TaskContext): SpillPlan = task.synchronized {
-    val raced = plans.get(task)
-    if (raced != null) return raced
+  // Without a lock: a task may run several threads, and if two of them make its first plan at once,
+  // the one whose plan is not stored releases it (a plan that never spilled costs no filesystem
+  // call). So plans of concurrent tasks share nothing, and no Spark object's monitor is taken.
+  private def createPlan(task: TaskContext): SpillPlan = {
     val env = SparkEnv.get
     if (env == null) throw new IllegalStateException("no SparkEnv in this JVM")
     val limit = SpillwayConf.maxTempDirectorySize(task, env.conf)
     val executorLimit = SpillwayConf.maxExecutorTempDirectorySize(task, env.conf)
     val plan = createIn(localDirs(env), limit, executorLimit)
-    plans.put(task, plan)
+    val raced = plans.putIfAbsent(task, plan)
+    if (raced != null) {
+      plan.close()
+      return raced
+    }
     try {
       // If the task has already completed, Spark runs the listener right away.
       task.addTaskCompletionListener[Unit](_ => release(task, plan))
@@ -84,8 +87,7 @@ object TaskSpill {
     plans.remove(task, plan)
     try plan.close()
     catch {
-      case e: java.io.IOException =>
-        SpillwayMetrics.releaseFailures.increment()
+      case e: java.io.IOException => // counted by the library's filesystemErrors
         log.warn(s"Spillway could not remove everything of task ${task.taskAttemptId()}'s spill plan", e)
     }
   }

@@ -144,9 +144,10 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     if (alive(p)) {
       assert(NativeSpill.usedDiskSpace(p) == fBytes.length)
       assert(fileContent(f) == fBytes.toSeq, "F changed")
-      val stats = new Array[Long](5)
+      val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
       NativeSpill.sortStats(s, stats)
-      assert(stats(0) == 1, s"S holds ${stats(0)} records, not 1")
+      val records = stats(NativeSpill.sortStatsIndex("records"))
+      assert(records == 1, s"S holds $records records, not 1")
     }
     if (alive(q)) {
       assert(NativeSpill.usedDiskSpace(q) == gBytes.length)
@@ -281,8 +282,10 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     }
     val after = new Array[Long](NativeSpill.STATS_LENGTH)
     NativeSpill.stats(after)
-    assert(after(0) == before(0), "live plans")
-    assert(after(7) == before(7), "bytes in live spill files")
+    for (name <- Seq("livePlans", "bytesInUse")) {
+      val i = NativeSpill.statsIndex(name)
+      assert(after(i) == before(i), name)
+    }
   }
 
   // ---- arguments ---------------------------------------------------------------------------------

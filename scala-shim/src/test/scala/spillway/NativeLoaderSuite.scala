@@ -23,7 +23,7 @@ class NativeLoaderSuite extends AnyFunSuite {
 
   test("in the test JVM the library comes from -Dspillway.library.path; load is idempotent") {
     val configured = sys.props.get(Property)
-    assume(configured.isDefined, s"-D$Property is set by build.sbt for tests")
+    assert(configured.isDefined, s"-D$Property is set by build.sbt for tests")
     NativeLoader.load()
     NativeLoader.load()
     assert(NativeLoader.loadedFrom() == new File(configured.get).getAbsolutePath)

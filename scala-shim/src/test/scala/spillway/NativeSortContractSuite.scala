@@ -70,9 +70,9 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       val good = batch(b("k1") -> b("v1"), b("") -> b(""))
       NativeSpill.sortAdd(sort, direct(good), 0, good.length)
       assert(readAll(sort) == Seq(b("") -> b(""), b("k1") -> b("v1"), b("k2") -> b("v2")).map { case (k, v) => (k.toSeq, v.toSeq) })
-      val stats = new Array[Long](5)
+      val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
       NativeSpill.sortStats(sort, stats)
-      assert(stats(0) == 3, "the refused batch added nothing")
+      assert(stats(NativeSpill.sortStatsIndex("records")) == 3, "the refused batch added nothing")
     } finally NativeSpill.releaseSort(sort)
   }
 

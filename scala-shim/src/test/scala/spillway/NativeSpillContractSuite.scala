@@ -171,7 +171,19 @@ class NativeSpillContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     NativeSpill.releasePlan(plan)
   }
 
-  test("after all the bad inputs the JVM and the library still work") {
+  test("after a burst of bad inputs the JVM and the library still work") {
+    // Its own bad inputs, so that it holds whichever tests ran before it.
+    for (_ <- 1 to 100) {
+      illegalArgument(NativeSpill.createPlan(null, GiB))
+      illegalArgument(NativeSpill.createPlan(Array(rootA.toString, null), GiB))
+      assertRefusedEverywhere(0L)
+      val bad = NativeSpill.createPlan(roots, GiB)
+      val badFile = NativeSpill.createTmpFile(bad)
+      illegalArgument(NativeSpill.write(badFile, null, 0, 10))
+      illegalArgument(NativeSpill.write(badFile, ByteBuffer.allocate(4), 2, 4))
+      NativeSpill.releasePlan(bad)
+      assertRefusedEverywhere(badFile)
+    }
     NativeSpill.noop()
     val plan = NativeSpill.createPlan(roots, GiB)
     val file = NativeSpill.createTmpFile(plan)

@@ -2,8 +2,6 @@ package spillway
 
 import java.nio.file.{Files, Path, Paths}
 
-import scala.util.Try
-
 import org.apache.spark.SparkEnv
 import org.apache.spark.sql.SparkSession
 import org.scalatest.funsuite.AnyFunSuite
@@ -15,7 +13,7 @@ import org.scalatest.funsuite.AnyFunSuite
  * and sibling block manager dirs) removes it, while a live JVM's plan dir in another sibling stays.
  */
 class OrphanPluginSweepSuite extends AnyFunSuite {
-  private val PluginClass = "spillway.SpillwayPlugin"
+  private val PluginClass = classOf[SpillwayPlugin].getName
 
   private def lockOf(planDir: Path): Path = planDir.resolveSibling(s".${planDir.getFileName}.owner")
 
@@ -26,7 +24,6 @@ class OrphanPluginSweepSuite extends AnyFunSuite {
   }
 
   test("the next executor start with SpillwayPlugin removes the plan dir of a JVM killed mid-spill, not a live one's") {
-    assume(Try(Class.forName(PluginClass)).isSuccess, s"$PluginClass is not on the classpath")
     val base = Files.createTempDirectory("spillway-orphan-plugin-")
     val root = Files.createDirectory(base.resolve("root")) // spark.local.dir
     val (killed, deadDir) = startHolder(Files.createDirectory(root.resolve("blockmgr-killed")))

@@ -15,12 +15,18 @@ class SharedVectorsSuite extends AnyFunSuite with LocalSpark {
   private val vectors: Path = Paths.get(sys.props("user.dir"), "testdata", "sort")
   override protected def master: String = "local[1]"
 
-  test("the vectors are there") {
+  // Every vector in the folder, none by a hard-coded name: a new one is checked, never skipped.
+  private val files: Seq[String] = Option(vectors.toFile.list()).toSeq.flatten.sorted
+  private val names: Seq[String] = files.filter(_.endsWith(".in")).map(_.stripSuffix(".in"))
+
+  test("the vectors are there, each NAME.in with its NAME.out and nothing else") {
     assert(Files.isDirectory(vectors), s"$vectors is missing: tests run from the repository root")
     assert(names.nonEmpty)
+    assert(files.toSet == names.flatMap(n => Seq(s"$n.in", s"$n.out")).toSet,
+      s"every file of $vectors is a NAME.in or NAME.out of a pair: $files")
   }
 
-  for (name <- Seq("edges", "ties", "random"); budget <- Seq("1k", "64m")) {
+  for (name <- names; budget <- Seq("1k", "64m")) {
     test(s"$name: NativeSort with a $budget budget gives $name.out byte for byte") {
       val input = Files.readAllBytes(vectors.resolve(s"$name.in"))
       val want = Files.readAllBytes(vectors.resolve(s"$name.out"))
@@ -34,9 +40,6 @@ class SharedVectorsSuite extends AnyFunSuite with LocalSpark {
       assert(got.sameElements(want), s"$name sorted by the JVM side differs from $name.out")
     }
   }
-
-  private def names: Seq[String] =
-    Option(vectors.toFile.list()).toSeq.flatten.filter(_.endsWith(".in"))
 }
 
 object SharedVectorsSuite {

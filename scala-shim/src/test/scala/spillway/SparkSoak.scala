@@ -167,10 +167,10 @@ object SparkSoak {
       n = NativeSpill.sortNext(sort, out, 0, out.capacity)
     }
     check(seen == records, s"the sort returned $seen of $records records")
-    val stats = new Array[Long](5)
+    val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
     NativeSpill.sortStats(sort, stats)
     Counters.sortRecords.addAndGet(records)
-    Counters.sortRuns.addAndGet(stats(1))
+    Counters.sortRuns.addAndGet(stats(NativeSpill.sortStatsIndex("runs")))
     NativeSpill.releaseSort(sort)
     check(NativeSpill.usedDiskSpace(plan) == 0, "the released sort's runs still count")
   }
@@ -181,11 +181,6 @@ object SparkSoak {
         f"livePlans=$livePlans%3d plansSoFar=$churnPlans"
   }
 
-  def nativeStats(): Array[Long] = {
-    val s = new Array[Long](NativeSpill.STATS_LENGTH)
-    NativeSpill.stats(s)
-    s
-  }
 
   /** VmRSS of this process, from /proc/self/status. */
   def rssBytes(): Long =
@@ -266,8 +261,8 @@ object SparkSoak {
     def sample(label: String): Sample = {
       System.gc() // let Cleaners free the direct buffers of finished tasks, so they do not count as growth
       Thread.sleep(200)
-      val st = nativeStats()
-      val s = Sample(label, elapsed, rssBytes(), st(8), st(0), Counters.churnPlans.get)
+      val st = NativeStats.read()
+      val s = Sample(label, elapsed, rssBytes(), st("goHeapBytes"), st("livePlans"), Counters.churnPlans.get)
       println(s"soak: sample $s")
       s
     }
@@ -275,7 +270,7 @@ object SparkSoak {
     def quiesce(): Unit = {
       // A job fails on the driver before its cancelled tasks have run their completion listeners.
       val deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2)
-      while ((TaskSpill.activePlans != 0 || nativeStats()(0) != 0 || sc.statusTracker.getActiveJobIds().nonEmpty) &&
+      while ((TaskSpill.activePlans != 0 || NativeStats.read()("livePlans") != 0 || sc.statusTracker.getActiveJobIds().nonEmpty) &&
         System.nanoTime() < deadline) Thread.sleep(50)
     }
 
@@ -310,7 +305,7 @@ object SparkSoak {
       quiesce()
       val end = sample("end")
       samples += end
-      val st = nativeStats()
+      val st = NativeStats.read()
       val left = spillwayEntriesUnder(roots)
       val plansAfterWarm = Counters.churnPlans.get - churnAtWarm
 
@@ -318,19 +313,17 @@ object SparkSoak {
       println(s"soak: tasks ${Counters.tasks.get}: ${Counters.spillTasks.get} spilled, ${Counters.slowSpillTasks.get} spilled slowly, " +
         s"${Counters.sortTasks.get} sorted natively, ${Counters.tasksWithoutPlan.get} took no plan, " +
         s"${Counters.plannedFailures.get} failed on purpose after spilling, ${Counters.tasksKilled.get} killed mid-run (cancelled or a sibling failed)")
-      println(s"soak: TaskSpill ${SpillwayMetrics.snapshot()}")
       println(s"soak: spill files ${Counters.files.get} (${Counters.bytes.get / MiB} MiB), native sorts: ${Counters.sortRecords.get} records, " +
         s"${Counters.sortRuns.get} runs spilled, ${Counters.sortPlans.get} plans")
       println(s"soak: plan lifecycles for the leak check: ${Counters.churnPlans.get} in all, $plansAfterWarm after the warm-up (half of them spilling)")
-      println(s"soak: native stats: live plans ${st(0)}, plans spilled ${st(1)}, dirs created ${st(2)}, files ${st(3)}, " +
-        s"bytes written ${st(4)}, limit refusals ${st(5)}, fs errors ${st(6)}, bytes in use ${st(7)}, Go heap ${st(8)}")
+      println(s"soak: native stats: ${st.values.map { case (n, v) => s"$n $v" }.mkString(", ")}")
       println(s"soak: left under the local dirs: ${left.size} spillway entries")
 
       failures ++= Counters.violations.asScala
       if (left.nonEmpty) failures += s"left under the local dirs: ${left.take(20).mkString(", ")}"
       if (TaskSpill.activePlans != 0) failures += s"TaskSpill still holds ${TaskSpill.activePlans} plans"
-      if (st(0) != 0) failures += s"${st(0)} native plans still live"
-      if (st(7) != 0) failures += s"${st(7)} bytes still in use"
+      if (st("livePlans") != 0) failures += s"${st("livePlans")} native plans still live"
+      if (st("bytesInUse") != 0) failures += s"${st("bytesInUse")} bytes still in use"
       if (jobsCancelled == 0 || jobsFailed == 0 || Counters.tasksKilled.get == 0) {
         failures += s"the soak did not exercise failures and cancellations: $jobsFailed failed jobs, $jobsCancelled cancelled, ${Counters.tasksKilled.get} killed tasks"
       }

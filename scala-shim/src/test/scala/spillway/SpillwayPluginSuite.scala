@@ -111,8 +111,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val before = metrics()
     assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
     assert(SpillwayPluginMetrics.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
-      Set("plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures", "filesystemErrors",
-        "logicalBytesSpilled")),
+      Set("plansCreated", "plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures",
+        "filesystemErrors", "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
     // Two tasks spill 1 MiB each (incompressible: lz4 stores it raw, so it takes 1 MiB and its
@@ -151,6 +151,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val after = metrics()
     val delta = SpillwayPlugin.MetricNames.map(n => n -> (after(n) - before(n))).toMap
     withClue(s"before $before, after $after: ") {
+      assert(delta("plansCreated") == 3, "the two tasks' plans and the broken one")
       assert(delta("plansSpilled") == 2)
       assert(delta("dirsCreated") == 2)
       assert(delta("spillFiles") == 3)

@@ -7,7 +7,7 @@ import scala.concurrent.duration._
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkEnv, SparkException, TaskContext}
-
+import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task saw of its plan and the local dirs. */
@@ -50,15 +50,10 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     assert(TaskSpill.activePlans == 0)
   }
 
-  test("Spark has the two local dirs it was given") {
-    assert(localDirs.size == 2, localDirs)
-    assert(localDirs.forall(d => new java.io.File(d).getName.startsWith("blockmgr-")), localDirs)
-  }
-
   test("the executor's local dirs are registered once per SparkEnv, and plans are created from the registration") {
     val env = SparkEnv.get
     val dirs = TaskSpill.localDirs(env)
-    assert(dirs.paths.toSeq == localDirs)
+    assert(dirs.paths.toSeq == localDirs && localDirs.size == 2, "both local dirs Spark was given")
     assert(TaskSpill.localDirs(env) eq dirs)
     val handles = sc.parallelize(1 to 4, 4).map { _ =>
       TaskSpill.plan()
@@ -100,15 +95,15 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("a task that never asks gets no plan") {
-    val before = SpillwayMetrics.snapshot()
+    val before = NativeStats.read()
     assert(sc.parallelize(1 to 4, 2).map(_ * 2).sum() == 20)
-    assert((SpillwayMetrics.snapshot() - before).plansCreated == 0)
+    assert((NativeStats.read() - before)("plansCreated") == 0)
     assertNothingLeft()
   }
 
   test("(a) a task whose plan never spills creates no spillway-* dir, seen inside the task and after") {
     val roots = this.roots
-    val before = SpillwayMetrics.snapshot()
+    val before = NativeStats.read()
     val (samePlan, used, seenInTask) = sc.parallelize(Seq(1), 1).map { _ =>
       val plan = TaskSpill.plan()
       (TaskSpill.plan() eq plan, plan.usedDiskSpace, TestFiles.spillDirsUnder(roots))
@@ -117,8 +112,8 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     assert(used == 0)
     assert(seenInTask.isEmpty)
     assertNothingLeft()
-    val d = SpillwayMetrics.snapshot() - before
-    assert(d.plansCreated == 1 && d.plansReleased == 1 && d.plansSpilled == 0 && d.dirsCreated == 0)
+    val d = NativeStats.read() - before
+    assert(d("plansCreated") == 1 && d("livePlans") == 0 && d("plansSpilled") == 0 && d("dirsCreated") == 0)
   }
 
   test("(b) a task that spills has exactly one spillway-* dir, inside a local dir, holding its file; (c) none after the job") {
@@ -184,11 +179,12 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
         while (System.nanoTime() < deadline) Thread.sleep(20)
       }
     }(ExecutionContext.global)
-    eventually(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill")
+    // The bounds only keep a broken test from hanging.
+    eventually(timeout(2.minutes), interval(20.millis))(assert(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill"))
     sc.cancelJobGroup(group)
     intercept[SparkException](Await.result(job, 2.minutes))
     // The job fails on the driver before the cancelled task has run its completion listeners.
-    eventually(TaskSpill.activePlans == 0, "the cancelled task to release its plan")
+    eventually(timeout(2.minutes), interval(20.millis))(assert(TaskSpill.activePlans == 0, "the cancelled task to release its plan"))
     assertNothingLeft()
   }
 
@@ -269,13 +265,5 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
       assert(cause.exists(c => c.getMessage.contains(Key) && c.getMessage.contains(bad)), s"$bad: $e")
     }
     assertNothingLeft()
-  }
-
-  private def eventually(condition: => Boolean, what: String): Unit = {
-    val deadline = System.nanoTime() + 2.minutes.toNanos
-    while (!condition) {
-      if (System.nanoTime() > deadline) fail(s"gave up waiting for $what")
-      Thread.sleep(20)
-    }
   }
 }

@@ -9,7 +9,7 @@ import scala.util.Using
 import org.apache.spark.SparkEnv
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, NativeSort, NativeSortIterator, NativeSpill, SpillwayConf, SpillwayMetrics, TaskSpill}
+import spillway.{NativeLoader, NativeSort, NativeSortIterator, NativeStats, SpillwayConf, TaskSpill}
 
 /** What one demo task did. */
 final case class TaskReport(
@@ -94,8 +94,7 @@ object Demo {
     println(s"$Tasks tasks; even ones spill $FilesPerSpillingTask files of ${mib(BytesPerFile)}, odd ones never spill")
     println()
 
-    val before = SpillwayMetrics.snapshot()
-    val nativeBefore = nativeBytes()
+    val before = NativeStats.read()
     val bytesPerFile = BytesPerFile
     val filesPerTask = FilesPerSpillingTask
     val reports = spark
@@ -106,8 +105,8 @@ object Demo {
       }
       .collect()
       .sortBy(_.partition)
-    val delta = SpillwayMetrics.snapshot() - before
-    val (logical, onDisk) = nativeBytes() - nativeBefore
+    val delta = NativeStats.read() - before
+    val (logical, onDisk) = (delta("logicalBytesSpilled"), delta("bytesSpilled"))
     val left = spillDirsUnder(localDirs)
 
     reports.foreach { r =>
@@ -118,17 +117,17 @@ object Demo {
       }
     }
     println()
-    println(f"plans created:      ${delta.plansCreated}%d")
-    println(f"plans that spilled: ${delta.plansSpilled}%d")
-    println(f"dirs created:       ${delta.dirsCreated}%d")
-    println(f"files created:      ${delta.filesCreated}%d")
-    println(f"bytes spilled:      ${delta.bytesWritten}%d logical (${mib(delta.bytesWritten)}), $onDisk%d on disk (${mib(onDisk)}, ${ratio(onDisk, logical)})")
-    println(f"plans released:     ${delta.plansReleased}%d")
+    println(f"plans created:      ${delta("plansCreated")}%d")
+    println(f"plans that spilled: ${delta("plansSpilled")}%d")
+    println(f"dirs created:       ${delta("dirsCreated")}%d")
+    println(f"files created:      ${delta("spillFiles")}%d")
+    println(f"bytes spilled:      $logical%d logical (${mib(logical)}), $onDisk%d on disk (${mib(onDisk)}, ${ratio(onDisk, logical)})")
+    println(f"live plans after:   ${delta("livePlans")}%+d")
     println(f"dirs left:          ${left.size}%d${if (left.isEmpty) "" else left.mkString(" (", ", ", ")")}")
 
     val expected = (Tasks + 1) / 2 * FilesPerSpillingTask * BytesPerFile
-    val ok = left.isEmpty && delta.plansReleased == delta.plansCreated && TaskSpill.activePlans == 0 &&
-      delta.bytesWritten == expected && logical == expected && onDisk > 0
+    val ok = left.isEmpty && delta("livePlans") == 0 && TaskSpill.activePlans == 0 &&
+      logical == expected && onDisk > 0
     if (!ok) println(s"FAILED: the lifecycle left something behind, or did not spill the $expected bytes it wrote")
     ok
   }
@@ -148,7 +147,7 @@ object Demo {
       .mapPartitionsWithIndex((p, _) => randomRecords(p, records))
       .nativeSortWithinPartitions()
     val started = System.nanoTime()
-    val nativeBefore = nativeBytes()
+    val before = NativeStats.read()
     val reports = (0 until SortTasks).map { p =>
       sc.setLocalProperty(SpillwayConf.SortMemoryBudgetKey, SortMemoryBudget) // RDD jobs see local properties, not session confs
       val report =
@@ -163,7 +162,8 @@ object Demo {
     }
     val seconds = (System.nanoTime() - started) / 1e9
     val total = reports.map(_._1.records).sum
-    val (logical, onDisk) = nativeBytes() - nativeBefore
+    val delta = NativeStats.read() - before
+    val (logical, onDisk) = (delta("logicalBytesSpilled"), delta("bytesSpilled"))
     println(f"sorted $total%d records in $seconds%.1f s (${total / seconds / 1e6}%.2f M records/s, one task at a time, generation included)")
     println(f"sort runs spilled:  $logical%d logical (${mib(logical)}), $onDisk%d on disk (${mib(onDisk)}, ${ratio(onDisk, logical)})")
     val ok = reports.forall { case (r, left) =>
@@ -236,18 +236,6 @@ object Demo {
 
   private def ratio(onDisk: Long, logical: Long): String =
     if (logical == 0) "nothing written" else f"${onDisk.toDouble / logical}%.3f of the logical bytes"
-
-  /** The library's counters of this JVM (local mode: the executor's): logical and on-disk bytes. */
-  private final case class NativeBytes(logical: Long, onDisk: Long) {
-    def -(earlier: NativeBytes): (Long, Long) = (logical - earlier.logical, onDisk - earlier.onDisk)
-  }
-
-  private def nativeBytes(): NativeBytes = {
-    NativeLoader.load()
-    val stats = new Array[Long](NativeSpill.STATS_LENGTH)
-    NativeSpill.stats(stats)
-    NativeBytes(logical = stats(9), onDisk = stats(4))
-  }
 
   private def deleteRecursively(path: Path): Unit =
     if (Files.exists(path)) {
