@@ -9,7 +9,7 @@ export CGO_CFLAGS := -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 SBT := project/sbt
 
 LIB := build/libspillway.so
-GO_SOURCES := $(shell find spill plan jni -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
+GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
 .PHONY: all lib lib-arm64 jar demo test test-go test-jvm test-datafusion cluster-test pyspark-example soak fuzz bench bench-sort bench-sql bench-datafusion clean
 

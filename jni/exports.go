@@ -12,13 +12,16 @@ import "C"
 import (
 	"fmt"
 
+	// The C ABI (include/spillway.h): its exports are the library's as well, on the same registry.
+	_ "github.com/spillway/spillway/capi"
 	"github.com/spillway/spillway/plan"
 )
 
 func main() {}
 
-// registry holds every plan of this JVM.
-var registry = plan.NewRegistry(nil)
+// registry holds every plan of this process: the C ABI's (package capi) use it too. A variable, so
+// that a test can make an entry point panic.
+var registry = plan.Process()
 
 // createPlan and createPlanWithExecutorLimit are for callers that have only the array: the paths
 // are converted and validated on every call. An executor registers its dirs once instead

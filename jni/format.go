@@ -13,10 +13,6 @@ import (
 	"github.com/spillway/spillway/plan"
 )
 
-// maxCodecNameChars bounds the codec name read from Java: the longest valid one is Spark's class
-// name for zstd, 40 chars.
-const maxCodecNameChars = 128
-
 //export Java_spillway_NativeSpill_configureFormat
 func Java_spillway_NativeSpill_configureFormat(env *C.JNIEnv, _ C.jclass, codec C.jstring, zstdLevel C.jint, encrypt C.jboolean, keyBits C.jint) {
 	defer recoverPanic(env)
@@ -24,14 +20,14 @@ func Java_spillway_NativeSpill_configureFormat(env *C.JNIEnv, _ C.jclass, codec 
 		throw(env, argumentError("codec is null; give none, lz4 or zstd"))
 		return
 	}
-	var chars [maxCodecNameChars]uint16
+	var chars [plan.MaxCodecNameLen]uint16
 	var n C.jsize
-	if C.spillway_read_string(env, codec, maxCodecNameChars, (*C.jchar)(unsafe.Pointer(&chars[0])), &n) != 0 {
+	if C.spillway_read_string(env, codec, plan.MaxCodecNameLen, (*C.jchar)(unsafe.Pointer(&chars[0])), &n) != 0 {
 		throw(env, errJavaPending)
 		return
 	}
-	if n > maxCodecNameChars {
-		throw(env, argumentError(fmt.Sprintf("codec name of %d chars; give none, lz4 or zstd", n)))
+	if n > plan.MaxCodecNameLen {
+		throw(env, plan.CodecNameTooLongError(int64(n), "chars"))
 		return
 	}
 	name := string(utf16.Decode(chars[:n]))

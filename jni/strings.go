@@ -10,6 +10,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/spillway/spillway/plan"
 )
 
 func javaString(env *C.JNIEnv, s string) C.jstring {
@@ -19,15 +21,6 @@ func javaString(env *C.JNIEnv, s string) C.jstring {
 	}
 	return C.spillway_new_string(env, (*C.jchar)(unsafe.SliceData(text)), C.jsize(len(text)))
 }
-
-// Bounds on a String[] of paths, so that converting one allocates in proportion to real paths
-// and never to what a caller can fake cheaply (one long string repeated a million times). A path
-// longer than the OS's PATH_MAX (4096 bytes) is still accepted and fails at the first spill
-// naming it; these bounds are far past any usable path.
-const (
-	maxPathChars  = 32 << 10 // UTF-16 chars in one path
-	maxTotalChars = 16 << 20 // UTF-16 chars in all paths of one array, plus one per element
-)
 
 // javaStrings converts a String[] of paths, name being the parameter's name for messages. Each
 // element is read once (its chars copied in one JNI call, its local reference deleted at once,
@@ -39,16 +32,16 @@ func javaStrings(env *C.JNIEnv, arr C.jobjectArray, name string) ([]string, erro
 		return nil, argumentError(name + " is null; pass absolute directory paths")
 	}
 	var read C.spillway_strings
-	status := C.spillway_read_strings(env, arr, maxPathChars, maxTotalChars, &read)
+	status := C.spillway_read_strings(env, arr, plan.MaxDirPathLen, plan.MaxDirListLen, &read)
 	defer C.spillway_free_strings(&read)
 	switch status {
 	case C.SPILLWAY_STRINGS_OK:
 	case C.SPILLWAY_STRINGS_NULL_ELEMENT:
-		return nil, argumentError(fmt.Sprintf("%s[%d] is null; pass an absolute directory path", name, read.index))
+		return nil, plan.NullDirError(name, int(read.index))
 	case C.SPILLWAY_STRINGS_PATH_TOO_LONG:
-		return nil, argumentError(fmt.Sprintf("%s[%d] is %d chars long; a path may have at most %d (the OS takes 4096 bytes)", name, read.index, read.length, maxPathChars))
+		return nil, plan.DirTooLongError(name, int(read.index), int64(read.length), "chars")
 	case C.SPILLWAY_STRINGS_TOO_MUCH:
-		return nil, argumentError(fmt.Sprintf("%s has %d elements of more than %d chars in all (counting one per element), reached at %s[%d]; pass fewer or shorter paths", name, read.length, maxTotalChars, name, read.index))
+		return nil, plan.DirListTooLongError(name, int64(read.length), int(read.index), "chars")
 	case C.SPILLWAY_STRINGS_NO_MEMORY:
 		return nil, errNoMemory{what: fmt.Sprintf("copying %s (%d elements)", name, read.length)}
 	default:
@@ -65,7 +58,7 @@ func javaStrings(env *C.JNIEnv, arr C.jobjectArray, name string) ([]string, erro
 	for i, end := range ends {
 		s, err := decodePath(chars[start:int(end)])
 		if err != nil {
-			return nil, argumentError(fmt.Sprintf("%s[%d] %v", name, i, err))
+			return nil, plan.DirError(name, i, err.Error())
 		}
 		out[i] = s
 		start = int(end)
