@@ -3,7 +3,8 @@
 //! (one dir in the OS tmp dir at the first spill file), and `Custom` with Spillway's factory.
 //!
 //! 1. Per plan, never spilling: build the plan's DiskManager (for Spillway: create the plan in
-//!    dirs registered once, the factory, the DiskManager), then drop it all (Spillway: release).
+//!    dirs registered once, or a lazy plan, then the factory and the DiskManager), then drop it
+//!    all (Spillway: release).
 //! 2. Per plan, spilling once: the same plus one spill file of 256 KiB written, finished, read
 //!    back and dropped.
 //! 3. A spilling SortExec end to end with each, the modes alternating run by run.
@@ -42,16 +43,18 @@ enum Mode {
     Directories,
     OsTmp,
     Spillway,
+    SpillwayLazy,
 }
 
 impl Mode {
-    const ALL: [Mode; 3] = [Mode::Directories, Mode::OsTmp, Mode::Spillway];
+    const ALL: [Mode; 4] = [Mode::Directories, Mode::OsTmp, Mode::Spillway, Mode::SpillwayLazy];
 
     fn name(self) -> &'static str {
         match self {
             Mode::Directories => "DataFusion Directories",
             Mode::OsTmp => "DataFusion OsTmpDirectory (lazy)",
-            Mode::Spillway => "Spillway factory",
+            Mode::Spillway => "Spillway factory, plan created with it",
+            Mode::SpillwayLazy => "Spillway factory, lazy plan",
         }
     }
 
@@ -63,12 +66,12 @@ impl Mode {
 /// What a mode needs to build a plan's DiskManager: the roots, and Spillway's registration of them.
 struct Setup {
     roots: Vec<PathBuf>,
-    dirs: SpillwayLocalDirs,
+    dirs: Arc<SpillwayLocalDirs>,
 }
 
 impl Setup {
     fn new(spillway: &Arc<Spillway>, roots: &[PathBuf]) -> Setup {
-        let dirs = SpillwayLocalDirs::register(Arc::clone(spillway), roots).unwrap();
+        let dirs = Arc::new(SpillwayLocalDirs::register(Arc::clone(spillway), roots).unwrap());
         Setup { roots: roots.to_vec(), dirs }
     }
 
@@ -79,6 +82,10 @@ impl Setup {
             Mode::OsTmp => DiskManagerBuilder::default(),
             Mode::Spillway => {
                 let plan = SpillwayPlan::create_in(&self.dirs, PLAN_LIMIT, UNLIMITED).unwrap();
+                DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan))
+            }
+            Mode::SpillwayLazy => {
+                let plan = SpillwayPlan::lazy_in(&self.dirs, PLAN_LIMIT, UNLIMITED);
                 DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan))
             }
         }
@@ -146,7 +153,12 @@ fn show(d: Duration) -> String {
 }
 
 fn ratio(d: Duration, base: Duration) -> String {
-    format!("{:.2}x", d.as_secs_f64() / base.as_secs_f64())
+    let r = d.as_secs_f64() / base.as_secs_f64();
+    if r >= 0.1 {
+        format!("{r:.2}x")
+    } else {
+        format!("1/{:.0}", 1.0 / r)
+    }
 }
 
 // ---- the SortExec ----
@@ -279,7 +291,7 @@ fn main() {
     // A plan a JVM task already has, adopted: no call into the library per plan at all.
     let owner = SpillwayPlan::create(Arc::clone(&spillway), &[dir.path().to_path_buf()], PLAN_LIMIT, UNLIMITED).unwrap();
     let adopted = median_per_call(rounds, if quick { 10 } else { 20_000 }, || {
-        let plan = SpillwayPlan::adopt(Arc::clone(&spillway), owner.handle());
+        let plan = SpillwayPlan::adopt(Arc::clone(&spillway), owner.handle().unwrap());
         black_box(Arc::new(
             DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan)).build().unwrap(),
         ));

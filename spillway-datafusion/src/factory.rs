@@ -17,7 +17,8 @@ use crate::plan::SpillwayPlan;
 /// # use datafusion_execution::{disk_manager::DiskManagerBuilder, runtime_env::RuntimeEnvBuilder};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let spillway = Spillway::from_env()?;
-/// let plan = SpillwayPlan::create(spillway, &["/mnt/disk1/spill".into()], 10 << 30, UNLIMITED)?;
+/// let dirs = Arc::new(SpillwayLocalDirs::register(spillway, &["/mnt/disk1/spill".into()])?); // once
+/// let plan = SpillwayPlan::lazy_in(&dirs, 10 << 30, UNLIMITED); // per DataFusion plan
 /// let runtime = RuntimeEnvBuilder::new()
 ///     .with_disk_manager_builder(
 ///         DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan)),

@@ -38,7 +38,7 @@ impl Drop for FileHandle {
 
 impl SpillwaySpillFile {
     pub(crate) fn create(plan: Arc<SpillwayPlan>) -> std::result::Result<Self, SpillwayError> {
-        let handle = plan.library().file_create(plan.handle())?;
+        let handle = plan.library().file_create(plan.handle_for_file()?)?;
         let handle = Arc::new(FileHandle { plan, handle });
         let path = handle.plan.library().file_path(handle.handle)?;
         Ok(SpillwaySpillFile { handle, path })

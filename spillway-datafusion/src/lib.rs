@@ -11,8 +11,9 @@
 //!
 //! The library is found, not linked: see [`Spillway`]. In an executor, [`Spillway::loaded`] binds
 //! the copy the JVM loaded, and [`SpillwayPlan::adopt`] takes the plan a Spark task already has;
-//! elsewhere, [`Spillway::load`] (or [`Spillway::from_env`] with `SPILLWAY_LIBRARY`) and
-//! [`SpillwayPlan::create`].
+//! elsewhere, [`Spillway::load`] (or [`Spillway::from_env`] with `SPILLWAY_LIBRARY`). Plans made
+//! here are released on drop: [`SpillwayPlan::lazy_in`] makes one the library sees only from its
+//! first spill file on, so that a DataFusion plan that never spills costs no call into the library.
 
 mod error;
 mod factory;

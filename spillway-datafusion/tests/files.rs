@@ -11,7 +11,9 @@ use common::*;
 use datafusion_common::{DataFusionError, Result};
 use datafusion_execution::spill_file::{SpillFile, TempFileFactory};
 use futures::{StreamExt, TryStreamExt};
-use spillway_datafusion::{SpillwayPlan, SpillwayTempFileFactory, Status, READ_CHUNK_BYTES, UNLIMITED};
+use spillway_datafusion::{
+    SpillwayLocalDirs, SpillwayPlan, SpillwayTempFileFactory, Status, READ_CHUNK_BYTES, UNLIMITED,
+};
 
 /// Bytes that tell one offset from another.
 fn pattern(len: usize) -> Vec<u8> {
@@ -107,7 +109,7 @@ async fn reading_an_unfinished_file_fails_at_read_stream() -> Result<()> {
 async fn an_adopted_plan_is_left_to_its_owner() -> Result<()> {
     let roots = Roots::new(2);
     let owner = SpillwayPlan::create(spillway(), &roots.paths, 1 << 30, UNLIMITED)?;
-    let adopted = SpillwayPlan::adopt(spillway(), owner.handle());
+    let adopted = SpillwayPlan::adopt(spillway(), owner.handle().unwrap());
     assert!(!adopted.is_owned());
     let factory = SpillwayTempFileFactory::new(Arc::clone(&adopted));
     let file = factory.create_temp_file("adopted")?;
@@ -169,5 +171,39 @@ async fn the_stream_ends_after_the_last_chunk_and_stays_ended() -> Result<()> {
     drop(file);
     drop(plan);
     roots.assert_empty("after the plan was dropped");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_lazy_plan_exists_in_the_library_from_its_first_file_on() -> Result<()> {
+    let roots = Roots::new(2);
+    let dirs = Arc::new(SpillwayLocalDirs::register(spillway(), &roots.paths)?);
+
+    // Never spilling: never created, nothing to release.
+    let idle = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
+    assert_eq!((idle.handle(), idle.used_disk_space()?), (None, 0));
+    drop(idle);
+
+    let plan = SpillwayPlan::lazy_in(&dirs, 1000, UNLIMITED);
+    let factory = SpillwayTempFileFactory::new(Arc::clone(&plan));
+    let file = factory.create_temp_file("first")?;
+    assert!(plan.handle().is_some());
+    // The limits given to lazy_in hold: 1000 bytes.
+    let mut writer = file.open_writer()?;
+    // The library frames writes into chunks, so the refusal may come at finish (the last chunk).
+    let refused = match writer.write_all(&pattern(100_000)).and_then(|_| writer.flush()) {
+        Err(e) => DataFusionError::from(e),
+        Ok(()) => writer.finish().err().expect("past the plan's limit"),
+    };
+    assert!(
+        matches!(refused.find_root(), DataFusionError::ResourcesExhausted(m) if m.contains("spark.spillway.maxTempDirectorySize")),
+        "{refused:?}"
+    );
+    drop(writer);
+    plan.release()?;
+    roots.assert_empty("after release");
+    let after = factory.create_temp_file("after release").err().expect("a released plan makes no file");
+    assert!(after.to_string().contains("released"), "{after}");
+    drop(file);
     Ok(())
 }

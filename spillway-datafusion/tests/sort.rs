@@ -10,7 +10,7 @@ use datafusion_common::{DataFusionError, Result};
 use datafusion_execution::disk_manager::DiskManagerBuilder;
 use datafusion_physical_plan::{collect, execute_stream, ExecutionPlan};
 use futures::StreamExt;
-use spillway_datafusion::{SpillwayPlan, SpillwayTempFileFactory, UNLIMITED};
+use spillway_datafusion::{SpillwayLocalDirs, SpillwayPlan, SpillwayTempFileFactory, UNLIMITED};
 
 /// About 7 MB of input, sorted in 2 MiB of memory: several spills.
 const BATCHES: usize = 200;
@@ -84,7 +84,9 @@ fn a_panic_in_the_plan_leaves_nothing_on_disk() {
 
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
         runtime.block_on(async {
-            let plan = SpillwayPlan::create(spillway(), &roots.paths, 1 << 30, UNLIMITED).unwrap();
+            // A lazy plan: created in the library at the sort's first spill, mid-stream.
+            let dirs = Arc::new(SpillwayLocalDirs::register(spillway(), &roots.paths).unwrap());
+            let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
             let factory = SpillwayTempFileFactory::new(Arc::clone(&plan));
             let context =
                 task_context(Some(MEMORY), DiskManagerBuilder::default().with_temp_file_factory(factory)).unwrap();
@@ -93,6 +95,7 @@ fn a_panic_in_the_plan_leaves_nothing_on_disk() {
             // The first output comes from merging the spill files, which are open now.
             sorted.next().await.unwrap().unwrap();
             assert!(sort.metrics().unwrap().spill_count().unwrap() > 0);
+            assert!(plan.handle().is_some());
             assert!(plan.used_disk_space().unwrap() > 0);
             assert!(!roots.plan_dirs().is_empty());
             panic!("a panic in the middle of the plan (expected by the test)");
