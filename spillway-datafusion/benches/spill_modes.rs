@@ -33,7 +33,9 @@ use datafusion_physical_plan::sorts::sort::SortExec;
 use datafusion_physical_plan::test::TestMemoryExec;
 use datafusion_physical_plan::{collect, ExecutionPlan};
 use futures::TryStreamExt;
-use spillway_datafusion::{Spillway, SpillwayLocalDirs, SpillwayPlan, SpillwayTempFileFactory, UNLIMITED};
+use spillway_datafusion::{
+    Spillway, SpillwayLocalDirs, SpillwayPlan, SpillwayTempFileFactory, UNLIMITED,
+};
 
 const SPILL_BYTES: usize = 256 << 10;
 const PLAN_LIMIT: i64 = 100 << 30; // DataFusion's default max_temp_directory_size
@@ -47,7 +49,12 @@ enum Mode {
 }
 
 impl Mode {
-    const ALL: [Mode; 4] = [Mode::Directories, Mode::OsTmp, Mode::Spillway, Mode::SpillwayLazy];
+    const ALL: [Mode; 4] = [
+        Mode::Directories,
+        Mode::OsTmp,
+        Mode::Spillway,
+        Mode::SpillwayLazy,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -59,7 +66,10 @@ impl Mode {
     }
 
     fn parse(s: &str) -> Mode {
-        Mode::ALL.into_iter().find(|m| format!("{m:?}") == s).unwrap_or_else(|| panic!("no mode {s}"))
+        Mode::ALL
+            .into_iter()
+            .find(|m| format!("{m:?}") == s)
+            .unwrap_or_else(|| panic!("no mode {s}"))
     }
 }
 
@@ -72,21 +82,27 @@ struct Setup {
 impl Setup {
     fn new(spillway: &Arc<Spillway>, roots: &[PathBuf]) -> Setup {
         let dirs = Arc::new(SpillwayLocalDirs::register(Arc::clone(spillway), roots).unwrap());
-        Setup { roots: roots.to_vec(), dirs }
+        Setup {
+            roots: roots.to_vec(),
+            dirs,
+        }
     }
 
     /// The plan's DiskManager, and for Spillway the plan (released when the last Arc goes).
     fn disk_manager_builder(&self, mode: Mode) -> DiskManagerBuilder {
         match mode {
-            Mode::Directories => DiskManagerBuilder::default().with_mode(DiskManagerMode::Directories(self.roots.clone())),
+            Mode::Directories => DiskManagerBuilder::default()
+                .with_mode(DiskManagerMode::Directories(self.roots.clone())),
             Mode::OsTmp => DiskManagerBuilder::default(),
             Mode::Spillway => {
                 let plan = SpillwayPlan::create_in(&self.dirs, PLAN_LIMIT, UNLIMITED).unwrap();
-                DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan))
+                DiskManagerBuilder::default()
+                    .with_temp_file_factory(SpillwayTempFileFactory::new(plan))
             }
             Mode::SpillwayLazy => {
                 let plan = SpillwayPlan::lazy_in(&self.dirs, PLAN_LIMIT, UNLIMITED);
-                DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan))
+                DiskManagerBuilder::default()
+                    .with_temp_file_factory(SpillwayTempFileFactory::new(plan))
             }
         }
     }
@@ -168,7 +184,10 @@ const SORT_ROWS: usize = 8192;
 const SORT_MEMORY: usize = 32 << 20;
 
 fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false), Field::new("v", DataType::Utf8, false)]))
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Int64, false),
+        Field::new("v", DataType::Utf8, false),
+    ]))
 }
 
 fn sort_input() -> Vec<RecordBatch> {
@@ -184,8 +203,14 @@ fn sort_input() -> Vec<RecordBatch> {
                 })
                 .collect();
             let values: Vec<String> = keys.iter().map(|k| format!("value-{k:020}")).collect();
-            RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from(keys)), Arc::new(StringArray::from(values))])
-                .unwrap()
+            RecordBatch::try_new(
+                schema(),
+                vec![
+                    Arc::new(Int64Array::from(keys)),
+                    Arc::new(StringArray::from(values)),
+                ],
+            )
+            .unwrap()
         })
         .collect()
 }
@@ -197,15 +222,23 @@ async fn sort_once(setup: &Setup, mode: Mode, input: &[RecordBatch]) -> usize {
         .with_memory_pool(Arc::new(FairSpillPool::new(SORT_MEMORY)))
         .build_arc()
         .unwrap();
-    let context = Arc::new(TaskContext::default().with_session_config(SessionConfig::new()).with_runtime(runtime));
+    let context = Arc::new(
+        TaskContext::default()
+            .with_session_config(SessionConfig::new())
+            .with_runtime(runtime),
+    );
     let schema = schema();
-    let source = TestMemoryExec::try_new_exec(&[input.to_vec()], Arc::clone(&schema), None).unwrap();
+    let source =
+        TestMemoryExec::try_new_exec(&[input.to_vec()], Arc::clone(&schema), None).unwrap();
     let sort = Arc::new(SortExec::new(
         [PhysicalSortExpr::new_default(col("k", &schema).unwrap())].into(),
         source as Arc<dyn ExecutionPlan>,
     ));
     let out = collect(Arc::clone(&sort) as _, context).await.unwrap();
-    assert_eq!(out.iter().map(|b| b.num_rows()).sum::<usize>(), SORT_BATCHES * SORT_ROWS);
+    assert_eq!(
+        out.iter().map(|b| b.num_rows()).sum::<usize>(),
+        SORT_BATCHES * SORT_ROWS
+    );
     sort.metrics().unwrap().spill_count().unwrap()
 }
 
@@ -222,7 +255,12 @@ fn strace_count(mode: Mode, roots: usize, plans: usize) -> Option<(u64, u64)> {
             .arg(out.path())
             .args(filter)
             .arg(&exe)
-            .args(["--plans", &format!("{mode:?}"), &roots.to_string(), &plans.to_string()])
+            .args([
+                "--plans",
+                &format!("{mode:?}"),
+                &roots.to_string(),
+                &plans.to_string(),
+            ])
             .status()
             .ok()?;
         if !status.success() {
@@ -230,7 +268,10 @@ fn strace_count(mode: Mode, roots: usize, plans: usize) -> Option<(u64, u64)> {
         }
         // The summary's last line: "100.00 <seconds> <usecs/call> <calls> [<errors>] total".
         let summary = std::fs::read_to_string(out.path()).ok()?;
-        let total = summary.lines().rev().find(|l| l.trim_end().ends_with("total"))?;
+        let total = summary
+            .lines()
+            .rev()
+            .find(|l| l.trim_end().ends_with("total"))?;
         total.split_whitespace().nth(3)?.parse().ok()
     };
     Some((count(&[])?, count(&["-e", "trace=%file,%desc"])?))
@@ -238,7 +279,11 @@ fn strace_count(mode: Mode, roots: usize, plans: usize) -> Option<(u64, u64)> {
 
 /// `--plans <mode> <roots> <n>`: make n never-spilling plans and exit (run under strace).
 fn plans_only(args: &[String]) {
-    let (mode, roots, n) = (Mode::parse(&args[0]), args[1].parse().unwrap(), args[2].parse::<usize>().unwrap());
+    let (mode, roots, n) = (
+        Mode::parse(&args[0]),
+        args[1].parse().unwrap(),
+        args[2].parse::<usize>().unwrap(),
+    );
     let spillway = Spillway::from_env().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let setup = Setup::new(&spillway, &roots_in(dir.path(), roots));
@@ -248,13 +293,21 @@ fn plans_only(args: &[String]) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if args.first().map(String::as_str) == Some("--plans") {
         return plans_only(&args[1..]);
     }
     let quick = std::env::var_os("BENCH_QUICK").is_some();
-    let spillway = Spillway::from_env().expect("set SPILLWAY_LIBRARY to build/libspillway.so (make bench-datafusion does)");
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let spillway = Spillway::from_env()
+        .expect("set SPILLWAY_LIBRARY to build/libspillway.so (make bench-datafusion does)");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..SPILL_BYTES).map(|i| (i * 31 % 251) as u8).collect();
     let rounds = if quick { 3 } else { 21 };
@@ -273,7 +326,9 @@ fn main() {
             };
             let idle = median_per_call(rounds, per_round, || never_spilling(&setup, mode));
             let spill_rounds = if quick { 10 } else { 200 };
-            let once = median_per_call(rounds, spill_rounds, || runtime.block_on(spilling_once(&setup, mode, &data)));
+            let once = median_per_call(rounds, spill_rounds, || {
+                runtime.block_on(spilling_once(&setup, mode, &data))
+            });
             if mode == Mode::Directories {
                 base = (idle, once);
             }
@@ -289,14 +344,26 @@ fn main() {
     }
 
     // A plan a JVM task already has, adopted: no call into the library per plan at all.
-    let owner = SpillwayPlan::create(Arc::clone(&spillway), &[dir.path().to_path_buf()], PLAN_LIMIT, UNLIMITED).unwrap();
+    let owner = SpillwayPlan::create(
+        Arc::clone(&spillway),
+        &[dir.path().to_path_buf()],
+        PLAN_LIMIT,
+        UNLIMITED,
+    )
+    .unwrap();
     let adopted = median_per_call(rounds, if quick { 10 } else { 20_000 }, || {
         let plan = SpillwayPlan::adopt(Arc::clone(&spillway), owner.handle().unwrap());
         black_box(Arc::new(
-            DiskManagerBuilder::default().with_temp_file_factory(SpillwayTempFileFactory::new(plan)).build().unwrap(),
+            DiskManagerBuilder::default()
+                .with_temp_file_factory(SpillwayTempFileFactory::new(plan))
+                .build()
+                .unwrap(),
         ));
     });
-    println!("\nSpillway factory over an adopted plan (the JVM task's), never spilling: {}", show(adopted));
+    println!(
+        "\nSpillway factory over an adopted plan (the JVM task's), never spilling: {}",
+        show(adopted)
+    );
     drop(owner);
 
     let input = sort_input();
@@ -348,12 +415,19 @@ fn main() {
             println!("|---|---|---|---|");
             for n in [1usize, 4, 8] {
                 for mode in Mode::ALL {
-                    let (Some(none), Some(many)) = (strace_count(mode, n, 0), strace_count(mode, n, plans)) else {
+                    let (Some(none), Some(many)) =
+                        (strace_count(mode, n, 0), strace_count(mode, n, plans))
+                    else {
                         println!("| {n} | {} | strace failed | |", mode.name());
                         continue;
                     };
                     let per = |a: u64, b: u64| (b as f64 - a as f64) / plans as f64;
-                    println!("| {n} | {} | {:.2} | {:.2} |", mode.name(), per(none.0, many.0), per(none.1, many.1));
+                    println!(
+                        "| {n} | {} | {:.2} | {:.2} |",
+                        mode.name(),
+                        per(none.0, many.0),
+                        per(none.1, many.1)
+                    );
                 }
             }
         }

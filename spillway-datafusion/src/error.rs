@@ -43,7 +43,10 @@ pub struct SpillwayError {
 
 impl SpillwayError {
     pub(crate) fn new(status: Status, message: impl Into<String>) -> Self {
-        SpillwayError { status, message: message.into() }
+        SpillwayError {
+            status,
+            message: message.into(),
+        }
     }
 }
 

@@ -50,7 +50,12 @@ impl SpillwaySpillFile {
     }
 
     fn sizes(&self) -> Option<(u64, u64)> {
-        let (logical, stored) = self.handle.plan.library().file_size(self.handle.handle).ok()?;
+        let (logical, stored) = self
+            .handle
+            .plan
+            .library()
+            .file_size(self.handle.handle)
+            .ok()?;
         Some((logical.max(0) as u64, stored.max(0) as u64))
     }
 }

@@ -47,7 +47,8 @@ type FileWriteFn = unsafe extern "C" fn(i64, *const u8, i64, *mut RawError) -> i
 type FileSizeFn = unsafe extern "C" fn(i64, *mut i64, *mut i64, *mut RawError) -> i32;
 type FilePathFn = unsafe extern "C" fn(i64, *mut c_char, i64, *mut i64, *mut RawError) -> i32;
 type ReaderReadFn = unsafe extern "C" fn(i64, *mut u8, i64, *mut i64, *mut RawError) -> i32;
-type DirsRegisterFn = unsafe extern "C" fn(*const *const c_char, i32, *mut i64, *mut RawError) -> i32;
+type DirsRegisterFn =
+    unsafe extern "C" fn(*const *const c_char, i32, *mut i64, *mut RawError) -> i32;
 type PlanCreateInFn = unsafe extern "C" fn(i64, i64, i64, *mut i64, *mut RawError) -> i32;
 type ConfigureFormatFn = unsafe extern "C" fn(*const c_char, i32, i32, i32, *mut RawError) -> i32;
 type StatsFn = unsafe extern "C" fn(*mut SpillwayStats, *mut RawError) -> i32;
@@ -110,7 +111,9 @@ pub struct Spillway {
 
 impl std::fmt::Debug for Spillway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Spillway").field("path", &self.path).finish()
+        f.debug_struct("Spillway")
+            .field("path", &self.path)
+            .finish()
     }
 }
 
@@ -166,11 +169,18 @@ impl Spillway {
 
     // The calls below are the C ABI, one by one, with the status and message made a Result.
 
-    pub(crate) fn plan_create(&self, dirs: &[PathBuf], max: i64, max_executor: i64) -> Result<i64, SpillwayError> {
+    pub(crate) fn plan_create(
+        &self,
+        dirs: &[PathBuf],
+        max: i64,
+        max_executor: i64,
+    ) -> Result<i64, SpillwayError> {
         let (_owned, ptrs, n) = c_strings(dirs)?;
         let mut plan = 0i64;
         // SAFETY: ptrs holds n valid C strings that outlive the call; plan and err are writable.
-        call(|err| unsafe { (self.fns.plan_create)(ptrs.as_ptr(), n, max, max_executor, &mut plan, err) })?;
+        call(|err| unsafe {
+            (self.fns.plan_create)(ptrs.as_ptr(), n, max, max_executor, &mut plan, err)
+        })?;
         Ok(plan)
     }
 
@@ -187,7 +197,12 @@ impl Spillway {
         call(|err| unsafe { (self.fns.local_dirs_release)(dirs, err) })
     }
 
-    pub(crate) fn plan_create_in(&self, dirs: i64, max: i64, max_executor: i64) -> Result<i64, SpillwayError> {
+    pub(crate) fn plan_create_in(
+        &self,
+        dirs: i64,
+        max: i64,
+        max_executor: i64,
+    ) -> Result<i64, SpillwayError> {
         let mut plan = 0i64;
         // SAFETY: plan and err are writable.
         call(|err| unsafe { (self.fns.plan_create_in)(dirs, max, max_executor, &mut plan, err) })?;
@@ -198,12 +213,28 @@ impl Spillway {
     /// executor the JVM does this from Spark's config; call it only in a process without a JVM):
     /// `codec` "none", "lz4" or "zstd", `zstd_level` 1 to 22 (for zstd), and with `encrypt`
     /// AES-GCM under a process key of `key_bits` (128, 192 or 256).
-    pub fn configure_format(&self, codec: &str, zstd_level: i32, encrypt: bool, key_bits: i32) -> Result<(), SpillwayError> {
-        let codec = CString::new(codec)
-            .map_err(|_| SpillwayError::new(Status::InvalidArgument, "the codec name contains a NUL byte"))?;
+    pub fn configure_format(
+        &self,
+        codec: &str,
+        zstd_level: i32,
+        encrypt: bool,
+        key_bits: i32,
+    ) -> Result<(), SpillwayError> {
+        let codec = CString::new(codec).map_err(|_| {
+            SpillwayError::new(
+                Status::InvalidArgument,
+                "the codec name contains a NUL byte",
+            )
+        })?;
         // SAFETY: codec is a valid C string for the call; err is writable.
         call(|err| unsafe {
-            (self.fns.configure_format)(codec.as_ptr(), zstd_level, i32::from(encrypt), key_bits, err)
+            (self.fns.configure_format)(
+                codec.as_ptr(),
+                zstd_level,
+                i32::from(encrypt),
+                key_bits,
+                err,
+            )
         })
     }
 
@@ -258,7 +289,13 @@ impl Spillway {
             let mut len = -1i64;
             // SAFETY: buf is writable for its length; len and err are writable.
             let result = call(|err| unsafe {
-                (self.fns.file_path)(file, buf.as_mut_ptr().cast(), buf.len() as i64, &mut len, err)
+                (self.fns.file_path)(
+                    file,
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as i64,
+                    &mut len,
+                    err,
+                )
             });
             match (result, usize::try_from(len)) {
                 (Ok(()), Ok(len)) if len < buf.len() => {
@@ -271,7 +308,10 @@ impl Spillway {
                 }
                 (Err(e), _) => return Err(e),
                 (Ok(()), _) => {
-                    return Err(SpillwayError::new(Status::Internal, format!("spillway_file_path gave length {len}")))
+                    return Err(SpillwayError::new(
+                        Status::Internal,
+                        format!("spillway_file_path gave length {len}"),
+                    ))
                 }
             }
         }
@@ -290,14 +330,26 @@ impl Spillway {
     }
 
     /// Reads into `buf`: the number of bytes read, or None at the end of the file.
-    pub(crate) fn reader_read(&self, reader: i64, buf: &mut [u8]) -> Result<Option<usize>, SpillwayError> {
+    pub(crate) fn reader_read(
+        &self,
+        reader: i64,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, SpillwayError> {
         let mut n = 0i64;
         // SAFETY: buf is writable for its length; n and err are writable.
-        call(|err| unsafe { (self.fns.reader_read)(reader, buf.as_mut_ptr(), buf.len() as i64, &mut n, err) })?;
+        call(|err| unsafe {
+            (self.fns.reader_read)(reader, buf.as_mut_ptr(), buf.len() as i64, &mut n, err)
+        })?;
         match n {
             -1 => Ok(None),
             n if n >= 0 && n as usize <= buf.len() => Ok(Some(n as usize)),
-            n => Err(SpillwayError::new(Status::Internal, format!("spillway_reader_read gave {n} bytes for a {}-byte buffer", buf.len()))),
+            n => Err(SpillwayError::new(
+                Status::Internal,
+                format!(
+                    "spillway_reader_read gave {n} bytes for a {}-byte buffer",
+                    buf.len()
+                ),
+            )),
         }
     }
 
@@ -314,7 +366,9 @@ fn c_strings(dirs: &[PathBuf]) -> Result<(Vec<CString>, Vec<*const c_char>, i32)
         .iter()
         .map(|d| CString::new(d.as_os_str().as_bytes()))
         .collect::<Result<_, _>>()
-        .map_err(|_| SpillwayError::new(Status::InvalidArgument, "a local dir contains a NUL byte"))?;
+        .map_err(|_| {
+            SpillwayError::new(Status::InvalidArgument, "a local dir contains a NUL byte")
+        })?;
     let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
     let n = i32::try_from(ptrs.len())
         .map_err(|_| SpillwayError::new(Status::InvalidArgument, "too many local dirs"))?;
@@ -336,12 +390,18 @@ fn call(f: impl FnOnce(*mut RawError) -> i32) -> Result<(), SpillwayError> {
     let raw = unsafe { &(*err.as_ptr()).message };
     let message = if raw.iter().any(|&c| c == 0) {
         // SAFETY: a NUL lies within the buffer.
-        unsafe { CStr::from_ptr(raw.as_ptr()) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(raw.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     } else {
         String::from_utf8_lossy(&raw.map(|c| c as u8)).into_owned()
     };
     let status = Status::from_code(code);
-    let message = if message.is_empty() { format!("spillway: call failed with status {code}") } else { message };
+    let message = if message.is_empty() {
+        format!("spillway: call failed with status {code}")
+    } else {
+        message
+    };
     Err(SpillwayError::new(status, message))
 }
 
@@ -349,8 +409,9 @@ fn call(f: impl FnOnce(*mut RawError) -> i32) -> Result<(), SpillwayError> {
 fn open(path: &Path, flags: c_int) -> Result<Spillway, SpillwayError> {
     // SAFETY: loading libspillway runs its initializers (the Go runtime's), which is what we want;
     // with RTLD_NOLOAD nothing new is loaded.
-    let library = unsafe { Library::open(Some(path.as_os_str()), flags) }
-        .map_err(|e| SpillwayError::new(Status::Io, format!("cannot load {}: {e}", path.display())))?;
+    let library = unsafe { Library::open(Some(path.as_os_str()), flags) }.map_err(|e| {
+        SpillwayError::new(Status::Io, format!("cannot load {}: {e}", path.display()))
+    })?;
     bind(library, path.to_path_buf())
 }
 
@@ -360,13 +421,17 @@ fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
     let missing = |name: &str, e: libloading::Error| {
         SpillwayError::new(
             Status::InvalidArgument,
-            format!("{} has no {name} ({e}): not libspillway, or one built before the C ABI", path.display()),
+            format!(
+                "{} has no {name} ({e}): not libspillway, or one built before the C ABI",
+                path.display()
+            ),
         )
     };
     macro_rules! sym {
         ($name:literal) => {
             // SAFETY: the symbol's type is the one include/spillway.h declares for it.
-            *unsafe { library.get(concat!($name, "\0").as_bytes()) }.map_err(|e| missing($name, e))?
+            *unsafe { library.get(concat!($name, "\0").as_bytes()) }
+                .map_err(|e| missing($name, e))?
         };
     }
     let version: VersionFn = sym!("spillway_abi_version");
@@ -401,7 +466,11 @@ fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
         reader_read: sym!("spillway_reader_read"),
         reader_close: sym!("spillway_reader_close"),
     };
-    Ok(Spillway { fns, path, _library: library })
+    Ok(Spillway {
+        fns,
+        path,
+        _library: library,
+    })
 }
 
 /// The already-loaded object that exports the C ABI, if any.
@@ -413,7 +482,9 @@ fn find_loaded() -> Result<Option<Spillway>, SpillwayError> {
     for name in names {
         let path = PathBuf::from(OsStr::from_bytes(name.to_bytes()));
         // SAFETY: RTLD_NOLOAD loads nothing; it returns a handle to an object already loaded.
-        let Ok(library) = (unsafe { Library::open(Some(path.as_os_str()), RTLD_LAZY | RTLD_NOLOAD) }) else {
+        let Ok(library) =
+            (unsafe { Library::open(Some(path.as_os_str()), RTLD_LAZY | RTLD_NOLOAD) })
+        else {
             continue;
         };
         // SAFETY: only looks the symbol up.

@@ -29,7 +29,11 @@ enum Kind {
     /// Created here, released here.
     Owned,
     /// Created here at its first file (if it has one), released here.
-    Lazy { dirs: Arc<SpillwayLocalDirs>, max: i64, max_executor: i64 },
+    Lazy {
+        dirs: Arc<SpillwayLocalDirs>,
+        max: i64,
+        max_executor: i64,
+    },
     /// Someone else's.
     Adopted,
 }
@@ -42,7 +46,14 @@ struct State {
 
 impl SpillwayPlan {
     fn new(library: Arc<Spillway>, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
-        Arc::new(SpillwayPlan { library, kind, state: Mutex::new(State { handle, released: false }) })
+        Arc::new(SpillwayPlan {
+            library,
+            kind,
+            state: Mutex::new(State {
+                handle,
+                released: false,
+            }),
+        })
     }
 
     /// Creates a plan that may spill up to `max` bytes (`spark.spillway.maxTempDirectorySize`)
@@ -61,17 +72,35 @@ impl SpillwayPlan {
     }
 
     /// [`SpillwayPlan::create`] in dirs registered once: no string is read per plan.
-    pub fn create_in(dirs: &SpillwayLocalDirs, max: i64, max_executor: i64) -> Result<Arc<SpillwayPlan>, SpillwayError> {
-        let handle = dirs.library.plan_create_in(dirs.handle, max, max_executor)?;
-        Ok(SpillwayPlan::new(Arc::clone(&dirs.library), Kind::Owned, Some(handle)))
+    pub fn create_in(
+        dirs: &SpillwayLocalDirs,
+        max: i64,
+        max_executor: i64,
+    ) -> Result<Arc<SpillwayPlan>, SpillwayError> {
+        let handle = dirs
+            .library
+            .plan_create_in(dirs.handle, max, max_executor)?;
+        Ok(SpillwayPlan::new(
+            Arc::clone(&dirs.library),
+            Kind::Owned,
+            Some(handle),
+        ))
     }
 
     /// A plan created in the library only when DataFusion asks for its first spill file: a
     /// DataFusion plan that never spills makes no call into the library at all (creating and
     /// releasing a plan there are two calls from C into Go). Its limits are fixed now, and the
     /// executor's budget is shared from its first file on, which is when it first holds bytes.
-    pub fn lazy_in(dirs: &Arc<SpillwayLocalDirs>, max: i64, max_executor: i64) -> Arc<SpillwayPlan> {
-        let kind = Kind::Lazy { dirs: Arc::clone(dirs), max, max_executor };
+    pub fn lazy_in(
+        dirs: &Arc<SpillwayLocalDirs>,
+        max: i64,
+        max_executor: i64,
+    ) -> Arc<SpillwayPlan> {
+        let kind = Kind::Lazy {
+            dirs: Arc::clone(dirs),
+            max,
+            max_executor,
+        };
         SpillwayPlan::new(Arc::clone(&dirs.library), kind, None)
     }
 
@@ -94,7 +123,10 @@ impl SpillwayPlan {
     pub fn used_disk_space(&self) -> Result<u64, SpillwayError> {
         match self.state().handle {
             None => Ok(0),
-            Some(h) => self.library.plan_used_disk_space(h).map(|n| n.max(0) as u64),
+            Some(h) => self
+                .library
+                .plan_used_disk_space(h)
+                .map(|n| n.max(0) as u64),
         }
     }
 
@@ -116,15 +148,28 @@ impl SpillwayPlan {
     pub(crate) fn handle_for_file(&self) -> Result<i64, SpillwayError> {
         let mut state = self.state();
         if state.released {
-            return Err(SpillwayError::new(Status::InvalidHandle, "spillway: the plan was released"));
+            return Err(SpillwayError::new(
+                Status::InvalidHandle,
+                "spillway: the plan was released",
+            ));
         }
         if let Some(h) = state.handle {
             return Ok(h);
         }
-        let Kind::Lazy { dirs, max, max_executor } = &self.kind else {
-            return Err(SpillwayError::new(Status::Internal, "spillway: a plan without a handle"));
+        let Kind::Lazy {
+            dirs,
+            max,
+            max_executor,
+        } = &self.kind
+        else {
+            return Err(SpillwayError::new(
+                Status::Internal,
+                "spillway: a plan without a handle",
+            ));
         };
-        let h = self.library.plan_create_in(dirs.handle, *max, *max_executor)?;
+        let h = self
+            .library
+            .plan_create_in(dirs.handle, *max, *max_executor)?;
         state.handle = Some(h);
         Ok(h)
     }
@@ -157,7 +202,10 @@ pub struct SpillwayLocalDirs {
 
 impl SpillwayLocalDirs {
     /// Registers `dirs` (one per disk, like Spark's local dirs). No filesystem call.
-    pub fn register(library: Arc<Spillway>, dirs: &[PathBuf]) -> Result<SpillwayLocalDirs, SpillwayError> {
+    pub fn register(
+        library: Arc<Spillway>,
+        dirs: &[PathBuf],
+    ) -> Result<SpillwayLocalDirs, SpillwayError> {
         let handle = library.local_dirs_register(dirs)?;
         Ok(SpillwayLocalDirs { library, handle })
     }

@@ -34,7 +34,12 @@ impl Reader {
         let mut chunk = vec![0u8; READ_CHUNK_BYTES];
         let mut filled = 0;
         while !self.at_end && filled < chunk.len() {
-            match self.file.plan.library().reader_read(self.handle, &mut chunk[filled..])? {
+            match self
+                .file
+                .plan
+                .library()
+                .reader_read(self.handle, &mut chunk[filled..])?
+            {
                 Some(n) => filled += n,
                 None => self.at_end = true,
             }
@@ -51,9 +56,15 @@ impl Reader {
 /// streams the file through it. Each chunk is read in tokio's blocking pool when there is a
 /// runtime, as DataFusion reads its own files (`tokio::fs`): a read never stalls a worker thread,
 /// and no thread is held between chunks.
-pub(crate) fn read_stream(file: Arc<FileHandle>) -> Result<Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>> {
+pub(crate) fn read_stream(
+    file: Arc<FileHandle>,
+) -> Result<Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>> {
     let handle = file.plan.library().reader_open(file.handle)?;
-    let reader = Reader { file, handle, at_end: false };
+    let reader = Reader {
+        file,
+        handle,
+        at_end: false,
+    };
     let chunks = futures::stream::unfold(Some(reader), |reader| async move {
         let mut reader = reader?; // None: the stream ended, or failed
         let (reader, chunk) = blocking(move || {

@@ -25,7 +25,11 @@ pub(crate) struct SpillwayWriter {
 
 impl SpillwayWriter {
     pub(crate) fn new(file: Arc<FileHandle>) -> Self {
-        SpillwayWriter { file, buffer: Vec::new(), failed: false }
+        SpillwayWriter {
+            file,
+            buffer: Vec::new(),
+            failed: false,
+        }
     }
 
     fn usable(&self) -> Result<()> {
@@ -42,10 +46,14 @@ impl SpillwayWriter {
         if bytes.is_empty() {
             return Ok(());
         }
-        self.file.plan.library().file_write(self.file.handle, bytes).map_err(|e| {
-            self.failed = true;
-            e.into()
-        })
+        self.file
+            .plan
+            .library()
+            .file_write(self.file.handle, bytes)
+            .map_err(|e| {
+                self.failed = true;
+                e.into()
+            })
     }
 
     fn drain(&mut self) -> Result<()> {

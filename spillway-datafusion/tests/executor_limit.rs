@@ -19,7 +19,10 @@ const KEY: &str = "spark.spillway.maxExecutorTempDirectorySize";
 fn assert_executor_limit(err: &DataFusionError) {
     match err.find_root() {
         DataFusionError::ResourcesExhausted(message) => {
-            assert!(message.contains(KEY), "the message does not name {KEY}: {message}")
+            assert!(
+                message.contains(KEY),
+                "the message does not name {KEY}: {message}"
+            )
         }
         other => panic!("not ResourcesExhausted: {other:?} (from {err})"),
     }
@@ -28,7 +31,9 @@ fn assert_executor_limit(err: &DataFusionError) {
 fn write_file(factory: &SpillwayTempFileFactory, len: usize) -> Result<Arc<dyn SpillFile>> {
     let file = factory.create_temp_file("test")?;
     let mut writer = file.open_writer()?;
-    writer.write_all(&vec![7u8; len]).map_err(DataFusionError::from)?;
+    writer
+        .write_all(&vec![7u8; len])
+        .map_err(DataFusionError::from)?;
     writer.finish()?;
     Ok(file)
 }
@@ -43,12 +48,19 @@ async fn two_plans_share_the_executor_limit() -> Result<()> {
     let second_factory = SpillwayTempFileFactory::new(Arc::clone(&second));
 
     let held = write_file(&first_factory, 3 << 20)?;
-    let refused = write_file(&second_factory, 2 << 20).err().expect("3 + 2 MiB pass the 4 MiB executor limit");
+    let refused = write_file(&second_factory, 2 << 20)
+        .err()
+        .expect("3 + 2 MiB pass the 4 MiB executor limit");
     assert_executor_limit(&refused);
 
     // A sort of the second plan spills several MiB: refused while the first plan holds 3 MiB.
-    let context = task_context(Some(2 << 20), DiskManagerBuilder::default().with_temp_file_factory(second_factory.clone()))?;
-    let err = collect(sort_plan(&input(200, 1000, u64::MAX)) as _, context).await.expect_err("the executor limit");
+    let context = task_context(
+        Some(2 << 20),
+        DiskManagerBuilder::default().with_temp_file_factory(second_factory.clone()),
+    )?;
+    let err = collect(sort_plan(&input(200, 1000, u64::MAX)) as _, context)
+        .await
+        .expect_err("the executor limit");
     assert_executor_limit(&err);
 
     // The first plan's bytes go back to the executor: the second plan's write fits now.

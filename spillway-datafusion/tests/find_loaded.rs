@@ -22,7 +22,10 @@ fn binds_the_copy_the_process_loaded_even_unlinked() {
     let copy = extract_dir.path().join("libspillway-4242424242.so");
     std::fs::copy(&library, &copy).unwrap();
     // SAFETY: loads libspillway; never closed (a Go runtime cannot be unloaded).
-    let jvm_handle = unsafe { libloading::os::unix::Library::open(Some(&copy), libloading::os::unix::RTLD_LAZY) }.unwrap();
+    let jvm_handle = unsafe {
+        libloading::os::unix::Library::open(Some(&copy), libloading::os::unix::RTLD_LAZY)
+    }
+    .unwrap();
     std::mem::forget(jvm_handle);
     std::fs::remove_file(&copy).unwrap();
 
@@ -32,13 +35,21 @@ fn binds_the_copy_the_process_loaded_even_unlinked() {
     let again = Spillway::load(&library).unwrap();
     assert_eq!(again.path(), copy.as_path());
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-    let mut mapped: Vec<&str> =
-        maps.lines().filter(|l| l.contains("libspillway")).filter_map(|l| l.split_whitespace().nth(5)).collect();
+    let mut mapped: Vec<&str> = maps
+        .lines()
+        .filter(|l| l.contains("libspillway"))
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .collect();
     mapped.dedup();
-    assert_eq!(mapped, vec![copy.to_str().unwrap()], "one copy of the library is mapped");
+    assert_eq!(
+        mapped,
+        vec![copy.to_str().unwrap()],
+        "one copy of the library is mapped"
+    );
 
     let roots = common::Roots::new(1);
-    let plan = SpillwayPlan::create(found, &roots.paths, 1 << 20, UNLIMITED).expect("the bound copy works");
+    let plan = SpillwayPlan::create(found, &roots.paths, 1 << 20, UNLIMITED)
+        .expect("the bound copy works");
     plan.release().unwrap();
     roots.assert_empty("after release");
 }

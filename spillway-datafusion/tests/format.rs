@@ -33,8 +33,14 @@ async fn sort_keeping_files(roots: &Roots) -> Result<(Arc<SpillwayPlan>, Vec<Arc
     let batches = input(200, 1000, u64::MAX);
     let expected = collect(sort_plan(&batches) as _, task_context(None, no_disk())?).await?;
     let plan = SpillwayPlan::create(spillway(), &roots.paths, 1 << 30, UNLIMITED)?;
-    let keeping = Arc::new(Keeping { inner: SpillwayTempFileFactory::new(Arc::clone(&plan)), files: Mutex::new(vec![]) });
-    let context = task_context(Some(2 << 20), DiskManagerBuilder::default().with_temp_file_factory(keeping.clone()))?;
+    let keeping = Arc::new(Keeping {
+        inner: SpillwayTempFileFactory::new(Arc::clone(&plan)),
+        files: Mutex::new(vec![]),
+    });
+    let context = task_context(
+        Some(2 << 20),
+        DiskManagerBuilder::default().with_temp_file_factory(keeping.clone()),
+    )?;
     let actual = collect(sort_plan(&batches) as _, context).await?;
     assert_eq!(concat(&actual), concat(&expected));
     let files = std::mem::take(&mut *keeping.files.lock().unwrap());
@@ -66,8 +72,14 @@ async fn compressed_and_sealed_spills_read_back_as_written() -> Result<()> {
     // The default format: framed, neither compressed nor encrypted; DataFusion's strings show.
     let (plan, files) = sort_keeping_files(&roots).await?;
     for (disk, logical) in on_disk_and_logical(&files).await? {
-        assert!(contains(&logical, b"value-"), "DataFusion's IPC bytes carry the strings");
-        assert!(contains(&disk, b"value-"), "unencrypted, the strings are on disk as they are");
+        assert!(
+            contains(&logical, b"value-"),
+            "DataFusion's IPC bytes carry the strings"
+        );
+        assert!(
+            contains(&disk, b"value-"),
+            "unencrypted, the strings are on disk as they are"
+        );
     }
     drop(files);
     drop(plan);
@@ -75,9 +87,20 @@ async fn compressed_and_sealed_spills_read_back_as_written() -> Result<()> {
     spillway().configure_format("lz4", 0, true, 256)?;
     let (plan, files) = sort_keeping_files(&roots).await?;
     for (disk, logical) in on_disk_and_logical(&files).await? {
-        assert!(contains(&logical, b"value-"), "DataFusion reads back its own IPC bytes");
-        assert!(!contains(&disk, b"value-"), "sealed, no plaintext is on disk");
-        assert!(disk.len() < logical.len(), "lz4 takes the repeated strings down: {} on disk for {}", disk.len(), logical.len());
+        assert!(
+            contains(&logical, b"value-"),
+            "DataFusion reads back its own IPC bytes"
+        );
+        assert!(
+            !contains(&disk, b"value-"),
+            "sealed, no plaintext is on disk"
+        );
+        assert!(
+            disk.len() < logical.len(),
+            "lz4 takes the repeated strings down: {} on disk for {}",
+            disk.len(),
+            logical.len()
+        );
     }
     drop(files);
     drop(plan);

@@ -26,7 +26,8 @@ pub fn spillway() -> Arc<Spillway> {
     let path = std::env::var_os(LIBRARY_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/libspillway.so"));
-    Spillway::load(&path).unwrap_or_else(|e| panic!("{e} (build it with `make lib`, or set {LIBRARY_ENV})"))
+    Spillway::load(&path)
+        .unwrap_or_else(|e| panic!("{e} (build it with `make lib`, or set {LIBRARY_ENV})"))
 }
 
 /// `n` empty spill roots in a temp dir removed on drop.
@@ -37,8 +38,13 @@ pub struct Roots {
 
 impl Roots {
     pub fn new(n: usize) -> Roots {
-        let dir = tempfile::Builder::new().prefix("spillway-df-test-").tempdir().unwrap();
-        let paths: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("root{i}"))).collect();
+        let dir = tempfile::Builder::new()
+            .prefix("spillway-df-test-")
+            .tempdir()
+            .unwrap();
+        let paths: Vec<PathBuf> = (0..n)
+            .map(|i| dir.path().join(format!("root{i}")))
+            .collect();
         for p in &paths {
             std::fs::create_dir(p).unwrap();
         }
@@ -104,7 +110,10 @@ pub fn input(batches: usize, rows: usize, distinct_keys: u64) -> Vec<RecordBatch
             let values: Vec<String> = keys.iter().map(|k| format!("value-{k:016}")).collect();
             RecordBatch::try_new(
                 schema(),
-                vec![Arc::new(Int64Array::from(keys)), Arc::new(StringArray::from(values))],
+                vec![
+                    Arc::new(Int64Array::from(keys)),
+                    Arc::new(StringArray::from(values)),
+                ],
             )
             .unwrap()
         })
@@ -114,9 +123,13 @@ pub fn input(batches: usize, rows: usize, distinct_keys: u64) -> Vec<RecordBatch
 /// A SortExec on k over the batches in memory, in one partition.
 pub fn sort_plan(batches: &[RecordBatch]) -> Arc<SortExec> {
     let schema = schema();
-    let source = TestMemoryExec::try_new_exec(&[batches.to_vec()], Arc::clone(&schema), None).unwrap();
+    let source =
+        TestMemoryExec::try_new_exec(&[batches.to_vec()], Arc::clone(&schema), None).unwrap();
     let ordering = [PhysicalSortExpr::new_default(col("k", &schema).unwrap())];
-    Arc::new(SortExec::new(ordering.into(), source as Arc<dyn ExecutionPlan>))
+    Arc::new(SortExec::new(
+        ordering.into(),
+        source as Arc<dyn ExecutionPlan>,
+    ))
 }
 
 /// A task context with a memory pool of `memory` bytes (None: unlimited) and the disk manager.
@@ -128,7 +141,11 @@ pub fn task_context(memory: Option<usize>, disk: DiskManagerBuilder) -> Result<A
     if let Some(bytes) = memory {
         runtime = runtime.with_memory_pool(Arc::new(FairSpillPool::new(bytes)));
     }
-    Ok(Arc::new(TaskContext::default().with_session_config(config).with_runtime(runtime.build_arc()?)))
+    Ok(Arc::new(
+        TaskContext::default()
+            .with_session_config(config)
+            .with_runtime(runtime.build_arc()?),
+    ))
 }
 
 /// A disk manager that cannot spill: the reference runs must not.
@@ -151,7 +168,11 @@ pub struct Watching {
 
 impl Watching {
     pub fn new(inner: Arc<dyn TempFileFactory>, roots: &Roots) -> Arc<Watching> {
-        Arc::new(Watching { inner, roots: roots.paths.clone(), created: Mutex::new(Vec::new()) })
+        Arc::new(Watching {
+            inner,
+            roots: roots.paths.clone(),
+            created: Mutex::new(Vec::new()),
+        })
     }
 
     /// Panics if a root holds anything but the dirs of the files created so far and their
@@ -182,10 +203,15 @@ impl TempFileFactory for Watching {
     fn create_temp_file(&self, description: &str) -> Result<Arc<dyn SpillFile>> {
         self.check_roots();
         let file = self.inner.create_temp_file(description)?;
-        let path = file.path().expect("a Spillway file has a path").to_path_buf();
+        let path = file
+            .path()
+            .expect("a Spillway file has a path")
+            .to_path_buf();
         assert!(path.exists(), "{path:?} does not exist");
         assert!(
-            self.roots.iter().any(|r| path.parent().and_then(Path::parent) == Some(r.as_path())),
+            self.roots
+                .iter()
+                .any(|r| path.parent().and_then(Path::parent) == Some(r.as_path())),
             "{path:?} is not in a plan dir right under a root ({:?})",
             self.roots
         );
