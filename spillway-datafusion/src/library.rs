@@ -10,7 +10,7 @@
 //! be unloaded.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -329,16 +329,23 @@ impl Spillway {
         Ok(reader)
     }
 
-    /// Reads into `buf`: the number of bytes read, or None at the end of the file.
+    /// Reads into `buf` (the library only writes it, so it need not be initialized): the number
+    /// of bytes read, now initialized at its start, or None at the end of the file.
     pub(crate) fn reader_read(
         &self,
         reader: i64,
-        buf: &mut [u8],
+        buf: &mut [MaybeUninit<u8>],
     ) -> Result<Option<usize>, SpillwayError> {
         let mut n = 0i64;
         // SAFETY: buf is writable for its length; n and err are writable.
         call(|err| unsafe {
-            (self.fns.reader_read)(reader, buf.as_mut_ptr(), buf.len() as i64, &mut n, err)
+            (self.fns.reader_read)(
+                reader,
+                buf.as_mut_ptr().cast(),
+                buf.len() as i64,
+                &mut n,
+                err,
+            )
         })?;
         match n {
             -1 => Ok(None),

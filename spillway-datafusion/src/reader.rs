@@ -31,23 +31,20 @@ impl Drop for Reader {
 impl Reader {
     /// Up to READ_CHUNK_BYTES of the file, or None at its end.
     fn next_chunk(&mut self) -> std::result::Result<Option<Bytes>, SpillwayError> {
-        let mut chunk = vec![0u8; READ_CHUNK_BYTES];
-        let mut filled = 0;
-        while !self.at_end && filled < chunk.len() {
-            match self
-                .file
-                .plan
-                .library()
-                .reader_read(self.handle, &mut chunk[filled..])?
-            {
-                Some(n) => filled += n,
+        // Not zeroed: the library writes what it returns, and zeroing 1 MiB per chunk would show.
+        let mut chunk = Vec::with_capacity(READ_CHUNK_BYTES);
+        while !self.at_end && chunk.len() < READ_CHUNK_BYTES {
+            let want = READ_CHUNK_BYTES - chunk.len();
+            let spare = &mut chunk.spare_capacity_mut()[..want];
+            match self.file.plan.library().reader_read(self.handle, spare)? {
+                // SAFETY: the library initialized the first n bytes of the spare capacity.
+                Some(n) => unsafe { chunk.set_len(chunk.len() + n) },
                 None => self.at_end = true,
             }
         }
-        if filled == 0 {
+        if chunk.is_empty() {
             return Ok(None);
         }
-        chunk.truncate(filled);
         Ok(Some(Bytes::from(chunk)))
     }
 }
