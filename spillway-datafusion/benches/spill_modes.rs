@@ -310,7 +310,7 @@ fn main() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data: Vec<u8> = (0..SPILL_BYTES).map(|i| (i * 31 % 251) as u8).collect();
-    let rounds = if quick { 3 } else { 21 };
+    let rounds = if quick { 3 } else { 11 };
 
     println!("Per plan (median of {rounds} rounds; ratio to Directories)\n");
     println!("| roots | mode | never spilling | ratio | spilling once (256 KiB) | ratio |");
@@ -321,11 +321,11 @@ fn main() {
         for mode in Mode::ALL {
             let per_round = match (mode, quick) {
                 (_, true) => 10,
-                (Mode::Directories, _) => 500,
+                (Mode::Directories, _) => 200,
                 _ => 20_000,
             };
             let idle = median_per_call(rounds, per_round, || never_spilling(&setup, mode));
-            let spill_rounds = if quick { 10 } else { 200 };
+            let spill_rounds = if quick { 10 } else { 50 };
             let once = median_per_call(rounds, spill_rounds, || {
                 runtime.block_on(spilling_once(&setup, mode, &data))
             });
@@ -368,7 +368,7 @@ fn main() {
 
     let input = sort_input();
     let bytes: usize = input.iter().map(|b| b.get_array_memory_size()).sum();
-    let sort_rounds = if quick { 1 } else { 7 };
+    let sort_rounds = if quick { 1 } else { 5 };
     let setup = Setup::new(&spillway, &roots_in(&dir.path().join("sort"), 4));
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); Mode::ALL.len()];
     let mut spills = vec![0; Mode::ALL.len()];
@@ -407,21 +407,26 @@ fn main() {
         );
     }
 
-    let plans = if quick { 100 } else { 10_000 };
+    // Directories makes ~11 calls per root and plan, slow under strace: fewer plans suffice.
+    let plans = |mode: Mode| match (mode, quick) {
+        (_, true) => 100,
+        (Mode::Directories, _) => 1_000,
+        _ => 10_000,
+    };
     match Command::new("strace").arg("-V").output() {
         Ok(_) => {
-            println!("\nSyscalls per never-spilling plan (strace -f -c, {plans} plans minus 0 plans: all / on files and descriptors)\n");
+            println!("\nSyscalls per never-spilling plan (strace -f -c: N plans minus 0 plans, over N; N = {} for Directories, {} for the others; all / on files and descriptors)\n", plans(Mode::Directories), plans(Mode::OsTmp));
             println!("| roots | mode | syscalls | file/fd syscalls |");
             println!("|---|---|---|---|");
             for n in [1usize, 4, 8] {
                 for mode in Mode::ALL {
                     let (Some(none), Some(many)) =
-                        (strace_count(mode, n, 0), strace_count(mode, n, plans))
+                        (strace_count(mode, n, 0), strace_count(mode, n, plans(mode)))
                     else {
                         println!("| {n} | {} | strace failed | |", mode.name());
                         continue;
                     };
-                    let per = |a: u64, b: u64| (b as f64 - a as f64) / plans as f64;
+                    let per = |a: u64, b: u64| (b as f64 - a as f64) / plans(mode) as f64;
                     println!(
                         "| {n} | {} | {:.2} | {:.2} |",
                         mode.name(),
