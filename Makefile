@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-jvm test-datafusion cluster-test pyspark-example soak fuzz bench bench-sort bench-sql bench-datafusion clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
 all: lib
 
@@ -47,7 +47,7 @@ jar: lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
 demo: lib
 	$(SBT) run
 
-test: test-go test-datafusion test-jvm cluster-test pyspark-example
+test: test-go test-c test-datafusion test-jvm cluster-test pyspark-example
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest.
@@ -64,6 +64,12 @@ test-go:
 
 fuzz:
 	$(MAKE) test-go FUZZTIME=5m
+
+# The C ABI (include/spillway.h) from a plain C program linked to the library, with no JVM: the
+# exports are exactly the JNI entry points and the header's functions; a full disk is a real
+# tmpfs, mounted for the run (as root) and removed on exit. See test/c/run.sh.
+test-c: lib
+	test/c/run.sh
 
 # The DataFusion crate (spillway-datafusion/): DataFusion's own SortExec and grouped aggregate
 # spilling through its TempFileFactory into build/libspillway.so. The cargo target dir is kept out
@@ -109,6 +115,11 @@ pyspark-example: jar
 # the latest. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
 bench: lib
 	project/bench.sh
+
+# A never-spilling plan's create + release through the C ABI (a C program linked to the library)
+# beside the same on plan.Registry in Go, in one run; see test/c/bench.sh. About a minute.
+bench-c: lib
+	test/c/bench.sh
 
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark). Arguments: records partitions memory runs.

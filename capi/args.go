@@ -47,7 +47,7 @@ func goDirs(arr **C.char, n C.int32_t, name string) ([]string, error) {
 		if p == nil {
 			return nil, plan.NullDirError(name, i)
 		}
-		length := int64(C.strlen(p))
+		length := cStringLen(p)
 		if length > plan.MaxDirPathLen {
 			return nil, plan.DirTooLongError(name, i, length, "bytes")
 		}
@@ -73,4 +73,14 @@ func invalidUTF8At(s string) int {
 		}
 	}
 	return len(s)
+}
+
+// cStringLen is strlen, counted in Go: a cgo call per path would cost more than the rest of the
+// conversion.
+func cStringLen(p *C.char) int64 {
+	n := int64(0)
+	for *(*byte)(unsafe.Add(unsafe.Pointer(p), n)) != 0 {
+		n++
+	}
+	return n
 }

@@ -21,6 +21,10 @@
  *   every internal failure (a Go panic included) becomes a status; no call raises a Java exception
  *   or touches a JNIEnv. The library needs no JVM: the Go runtime initialises when the library is
  *   loaded (linked or dlopen'ed), and JNI_OnLoad is never needed by these functions.
+ * Loading: in a JVM the library is loaded already, without RTLD_GLOBAL (System.load), so
+ *   dlsym(RTLD_DEFAULT, ...) does not find these symbols: dlopen(path, RTLD_NOW | RTLD_NOLOAD) with
+ *   the path spillway.NativeLoader.loadedFrom() returns gives the loaded instance. Never load a
+ *   second copy from another path: it would be a second Go runtime with its own registry.
  * Handles: int64_t, never 0. A handle that is unknown, released or forged gives
  *   SPILLWAY_ERR_INVALID_HANDLE; handles are never reused, so a stale one can never reach a newer
  *   plan or file. Plan, file, reader and local-dirs handles are distinct kinds.
@@ -145,7 +149,7 @@ int32_t spillway_file_create(int64_t plan, int64_t *file_out, spillway_error *er
 /* Appends len bytes of buf (copied before the call returns). The bytes are framed: whole chunks
  * are appended to disk as they fill, each all or nothing against the limits; the call returns
  * SPILLWAY_OK only if every byte was taken. After a failed write the file takes no more writes
- * (every later write and finish fails): release it. len 0 is a no-op (buf may then be NULL).
+ * (every later write and finish fails): release it. len 0 writes nothing (buf may then be NULL).
  * Errors: INVALID_ARGUMENT (NULL buf with len > 0, len < 0), INVALID_HANDLE (unknown file, or
  * finished), LIMIT_EXCEEDED, IO. */
 int32_t spillway_file_write(int64_t file, const uint8_t *buf, int64_t len, spillway_error *err);

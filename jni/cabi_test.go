@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/jni/internal/cabi"
+	"github.com/spillway/spillway/plan"
+)
+
+// The two doors share one registry: a native engine adopts the plan a JVM task created by its
+// handle, its files take the format the JVM configured, its bytes count in the JVM's view of the
+// plan and in the executor budget of every plan, and the JVM's release of the plan removes them.
+func TestJVMPlanIsAdoptedThroughTheCABI(t *testing.T) {
+	j := attach(t)
+	base, a, _ := roots(t)
+	lz4 := j.str([]uint16{'l', 'z', '4'})
+	Java_spillway_NativeSpill_configureFormat(j.raw, 0, _Ctype_jstring(obj(lz4)), 1, 1, 128)
+	j.ok("configureFormat")
+	t.Cleanup(func() { require.NoError(t, registry.ConfigureFormat("none", 1, false, 128)) })
+
+	jvmPlan := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), math.MaxInt64)
+	j.ok("createPlan")
+	require.NotZero(t, jvmPlan)
+	assert.Equal(t, []string{"a", "b"}, entries(t, base), "no dir before the first file")
+
+	data := bytes.Repeat([]byte("spilled by a native engine, "), 20000) // compressible
+	file, err := cabi.CreateFile(int64(jvmPlan))
+	require.NoError(t, err)
+	require.NoError(t, cabi.Write(file, data))
+	require.NoError(t, cabi.Finish(file))
+	logical, stored, err := cabi.Size(file)
+	require.NoError(t, err)
+	assert.EqualValues(t, len(data), logical)
+	assert.Less(t, stored, logical/4, "the JVM's format (lz4) applies to the C side's files")
+	got, err := cabi.ReadAll(file)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(data, got), "the bytes read back differ")
+	assert.Equal(t, stored, j.used(jvmPlan), "the JVM sees the C side's bytes in its plan")
+	cUsed, err := cabi.UsedDiskSpace(int64(jvmPlan))
+	require.NoError(t, err)
+	assert.Equal(t, stored, cUsed)
+
+	// A plan of the C side's own, with an executor limit the JVM plan's bytes already take most of.
+	cPlan, err := cabi.CreatePlan([]string{a}, plan.Unlimited, stored+100<<10)
+	require.NoError(t, err)
+	big, err := cabi.CreateFile(cPlan)
+	require.NoError(t, err)
+	err = cabi.Write(big, pattern(600<<10, 1))
+	var cerr *cabi.Error
+	require.ErrorAs(t, err, &cerr)
+	assert.EqualValues(t, cabi.ErrLimitExceeded, cerr.Status)
+	assert.Contains(t, cerr.Message, plan.MaxExecutorTempDirectorySizeKey)
+	require.NoError(t, cabi.ReleasePlan(cPlan))
+
+	// The JVM releases its plan: the C side's file goes with it, and its handle is dead.
+	j.releasePlan(jvmPlan)
+	assert.Equal(t, []string{"a", "b"}, entries(t, base), "the JVM's release left the C side's files")
+	_, _, err = cabi.Size(file)
+	require.ErrorAs(t, err, &cerr)
+	assert.EqualValues(t, cabi.ErrInvalidHandle, cerr.Status)
+	err = cabi.ReleasePlan(int64(jvmPlan))
+	require.ErrorAs(t, err, &cerr)
+	assert.EqualValues(t, cabi.ErrInvalidHandle, cerr.Status)
+}

@@ -1,0 +1,130 @@
+// Package cabi is test support for package jni (libspillway): it calls the library's C ABI
+// (include/spillway.h) through C, as a native engine in the JVM's process does, so that a test
+// can use one plan through both doors. Go test files cannot use cgo; this package holds the calls.
+// Nothing of this package is part of libspillway.so.
+package cabi
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../include
+#include <stdlib.h>
+#include "spillway.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	_ "github.com/spillway/spillway/capi" // the C ABI's exports, linked in
+)
+
+// Error is a failed call: its status and message.
+type Error struct {
+	Status  int32
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("status %d: %s", e.Status, e.Message) }
+
+// The status codes of the header.
+const (
+	ErrIO              = C.SPILLWAY_ERR_IO
+	ErrInvalidArgument = C.SPILLWAY_ERR_INVALID_ARGUMENT
+	ErrInvalidHandle   = C.SPILLWAY_ERR_INVALID_HANDLE
+	ErrLimitExceeded   = C.SPILLWAY_ERR_LIMIT_EXCEEDED
+)
+
+func check(status C.int32_t, err *C.spillway_error) error {
+	if status == C.SPILLWAY_OK {
+		return nil
+	}
+	return &Error{Status: int32(status), Message: C.GoString(&err.message[0])}
+}
+
+// CreatePlan is spillway_plan_create.
+func CreatePlan(dirs []string, limit, executorLimit int64) (int64, error) {
+	ptrs := C.malloc(C.size_t(len(dirs)) * C.size_t(unsafe.Sizeof((*C.char)(nil))))
+	defer C.free(ptrs)
+	elems := unsafe.Slice((**C.char)(ptrs), len(dirs))
+	for i, d := range dirs {
+		elems[i] = C.CString(d)
+		defer C.free(unsafe.Pointer(elems[i]))
+	}
+	var h C.int64_t
+	var err C.spillway_error
+	e := check(C.spillway_plan_create((**C.char)(ptrs), C.int32_t(len(dirs)), C.int64_t(limit), C.int64_t(executorLimit), &h, &err), &err)
+	return int64(h), e
+}
+
+// ReleasePlan is spillway_plan_release.
+func ReleasePlan(plan int64) error {
+	var err C.spillway_error
+	return check(C.spillway_plan_release(C.int64_t(plan), &err), &err)
+}
+
+// UsedDiskSpace is spillway_plan_used_disk_space.
+func UsedDiskSpace(plan int64) (int64, error) {
+	var n C.int64_t
+	var err C.spillway_error
+	e := check(C.spillway_plan_used_disk_space(C.int64_t(plan), &n, &err), &err)
+	return int64(n), e
+}
+
+// CreateFile is spillway_file_create.
+func CreateFile(plan int64) (int64, error) {
+	var h C.int64_t
+	var err C.spillway_error
+	e := check(C.spillway_file_create(C.int64_t(plan), &h, &err), &err)
+	return int64(h), e
+}
+
+// Write is spillway_file_write of p, copied to C memory first.
+func Write(file int64, p []byte) error {
+	buf := C.CBytes(p)
+	defer C.free(buf)
+	var err C.spillway_error
+	return check(C.spillway_file_write(C.int64_t(file), (*C.uint8_t)(buf), C.int64_t(len(p)), &err), &err)
+}
+
+// Finish is spillway_file_finish.
+func Finish(file int64) error {
+	var err C.spillway_error
+	return check(C.spillway_file_finish(C.int64_t(file), &err), &err)
+}
+
+// Size is spillway_file_size.
+func Size(file int64) (logical, stored int64, e error) {
+	var l, s C.int64_t
+	var err C.spillway_error
+	e = check(C.spillway_file_size(C.int64_t(file), &l, &s, &err), &err)
+	return int64(l), int64(s), e
+}
+
+// ReleaseFile is spillway_file_release.
+func ReleaseFile(file int64) error {
+	var err C.spillway_error
+	return check(C.spillway_file_release(C.int64_t(file), &err), &err)
+}
+
+// ReadAll reads the file through one reader, closed at the end.
+func ReadAll(file int64) ([]byte, error) {
+	var rh, n C.int64_t
+	var err C.spillway_error
+	if e := check(C.spillway_reader_open(C.int64_t(file), &rh, &err), &err); e != nil {
+		return nil, e
+	}
+	defer C.spillway_reader_close(rh, nil)
+	const size = 64 << 10
+	buf := C.malloc(size)
+	defer C.free(buf)
+	var out []byte
+	for {
+		if e := check(C.spillway_reader_read(rh, (*C.uint8_t)(buf), size, &n, &err), &err); e != nil {
+			return out, e
+		}
+		if n < 0 {
+			return out, nil
+		}
+		out = append(out, C.GoBytes(buf, C.int(n))...)
+	}
+}
