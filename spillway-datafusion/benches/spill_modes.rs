@@ -368,7 +368,15 @@ fn main() {
 
     let input = sort_input();
     let bytes: usize = input.iter().map(|b| b.get_array_memory_size()).sum();
-    let sort_rounds = if quick { 1 } else { 5 };
+    // BENCH_SORT_ROUNDS=<n> for more alternating runs of the sort than the default 5.
+    let sort_rounds = match std::env::var("BENCH_SORT_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        Some(n) if n > 0 => n,
+        _ if quick => 1,
+        _ => 5,
+    };
     let setup = Setup::new(&spillway, &roots_in(&dir.path().join("sort"), 4));
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); Mode::ALL.len()];
     let mut spills = vec![0; Mode::ALL.len()];
