@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-c test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
 all: lib
 
@@ -51,7 +51,7 @@ jar: $(JAR_LIBS)
 demo: lib
 	$(SBT) demo/run
 
-test: test-go test-c test-jvm cluster-test pyspark-example
+test: test-go test-c test-datafusion test-jvm cluster-test pyspark-example
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest.
@@ -74,6 +74,19 @@ fuzz:
 # tmpfs, mounted for the run (as root) and removed on exit. See test/c/run.sh.
 test-c: lib
 	test/c/run.sh
+
+# The DataFusion crate (spillway-datafusion/): DataFusion's own SortExec and grouped aggregate
+# spilling through its TempFileFactory into build/libspillway.so. The cargo target dir is kept out
+# of the repository, in ~/.cache: DataFusion takes ~15 minutes to build on 2 cores, and the cache
+# makes every later run take seconds.
+CARGO_TARGET := $${CARGO_TARGET_DIR:-$$HOME/.cache/spillway/cargo-target}
+CARGO := CARGO_TARGET_DIR=$(CARGO_TARGET) SPILLWAY_LIBRARY=$(CURDIR)/$(LIB) cargo
+DATAFUSION_CRATE := --manifest-path spillway-datafusion/Cargo.toml --locked
+
+test-datafusion: lib
+	@command -v cargo >/dev/null || \
+		{ echo "test-datafusion needs cargo (Rust 1.94 or later, as DataFusion 55): install Rust with rustup" >&2; exit 1; }
+	$(CARGO) test $(DATAFUSION_CRATE)
 
 # One sbt launch runs every JVM suite in one forked JVM against build/libspillway.so (Spark in local
 # mode included). XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM
@@ -122,6 +135,12 @@ BENCH_SORT_ARGS ?= 4000000 2 32m 5
 BENCH_SQL_ARGS ?= 3000000 64m 2
 bench-sql: lib
 	$(SBT) "bench/runMain spillway.bench.SqlSortBench $(BENCH_SQL_ARGS)"
+
+# Per DataFusion plan (never spilling, spilling once; 1/4/8 roots) and a spilling SortExec end to
+# end: DataFusion's Directories mode (what Comet uses), its lazy OS tmp dir, and Spillway's factory,
+# in one run, release build (the first build of DataFusion in release takes ~15 minutes).
+bench-datafusion: lib
+	$(CARGO) bench $(DATAFUSION_CRATE) --bench spill_modes
 
 bench-sort: lib
 	$(SBT) "bench/runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"

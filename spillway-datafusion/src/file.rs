@@ -1,0 +1,81 @@
+//! One Spillway spill file as DataFusion's `SpillFile`.
+
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion_common::Result;
+use datafusion_execution::spill_file::{SpillFile, SpillWriter};
+use futures::Stream;
+
+use crate::error::SpillwayError;
+use crate::plan::SpillwayPlan;
+use crate::reader::read_stream;
+use crate::writer::SpillwayWriter;
+
+/// A spill file in Spillway's framed format: what DataFusion writes is compressed and sealed as
+/// the process's format says, and read back as it was written.
+#[derive(Debug)]
+pub struct SpillwaySpillFile {
+    handle: Arc<FileHandle>,
+    path: PathBuf,
+}
+
+/// The file's handle, released when the file, its writer and its readers are all gone.
+#[derive(Debug)]
+pub(crate) struct FileHandle {
+    pub(crate) plan: Arc<SpillwayPlan>,
+    pub(crate) handle: i64,
+}
+
+impl Drop for FileHandle {
+    fn drop(&mut self) {
+        // Fails only if the plan went first (released by its owner): the file went with it.
+        let _ = self.plan.library().file_release(self.handle);
+    }
+}
+
+impl SpillwaySpillFile {
+    pub(crate) fn create(plan: Arc<SpillwayPlan>) -> std::result::Result<Self, SpillwayError> {
+        let handle = plan.library().file_create(plan.handle_for_file()?)?;
+        let handle = Arc::new(FileHandle { plan, handle });
+        let path = handle.plan.library().file_path(handle.handle)?;
+        Ok(SpillwaySpillFile { handle, path })
+    }
+
+    /// The file's size on disk, after compression and framing.
+    pub fn stored_size(&self) -> Option<u64> {
+        self.sizes().map(|(_, stored)| stored)
+    }
+
+    fn sizes(&self) -> Option<(u64, u64)> {
+        let (logical, stored) = self
+            .handle
+            .plan
+            .library()
+            .file_size(self.handle.handle)
+            .ok()?;
+        Some((logical.max(0) as u64, stored.max(0) as u64))
+    }
+}
+
+impl SpillFile for SpillwaySpillFile {
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    /// The bytes written (what DataFusion wrote, before compression); None once the plan is gone.
+    fn size(&self) -> Option<u64> {
+        self.sizes().map(|(logical, _)| logical)
+    }
+
+    /// The file's bytes as written, in chunks of about 1 MiB; the file must be finished.
+    fn read_stream(&self) -> Result<Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>> {
+        read_stream(Arc::clone(&self.handle))
+    }
+
+    fn open_writer(&self) -> Result<Box<dyn SpillWriter>> {
+        Ok(Box::new(SpillwayWriter::new(Arc::clone(&self.handle))))
+    }
+}

@@ -1,0 +1,540 @@
+//! Finding libspillway in the process, or loading it, and binding its C ABI.
+//!
+//! libspillway carries a Go runtime, and a process must never hold two: in a Spark executor the
+//! JVM has already loaded the library (`System.load`, often from a copy it extracted and then
+//! unlinked), so [`Spillway::loaded`] binds the symbols of that very copy, found among the objects
+//! the process has loaded (`dl_iterate_phdr`) and opened again with `RTLD_NOLOAD`, which only
+//! returns an object already there. [`Spillway::load`] is for a process without a JVM (tests,
+//! benchmarks, a pure native engine): it too returns the loaded copy if there is one, and only
+//! otherwise loads the file it is given. Nothing here ever unloads the library: a Go runtime cannot
+//! be unloaded.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use libloading::os::unix::{Library, RTLD_LAZY};
+
+use crate::error::{SpillwayError, Status};
+
+/// The version of the C ABI this crate was written against (`SPILLWAY_ABI_VERSION`).
+pub const ABI_VERSION: i32 = 1;
+
+/// The environment variable [`Spillway::from_env`] reads: the path of libspillway.so to load when
+/// the process has none loaded yet.
+pub const LIBRARY_ENV: &str = "SPILLWAY_LIBRARY";
+
+/// glibc's RTLD_NOLOAD: dlopen returns the object only if it is already loaded.
+const RTLD_NOLOAD: c_int = 0x4;
+
+/// The symbol that tells libspillway apart from every other loaded object.
+const VERSION_SYMBOL: &[u8] = b"spillway_abi_version\0";
+
+/// The caller-owned error buffer of every call (`spillway_error`).
+#[repr(C)]
+pub(crate) struct RawError {
+    message: [c_char; 1024],
+}
+
+type VersionFn = unsafe extern "C" fn() -> i32;
+type PlanCreateFn =
+    unsafe extern "C" fn(*const *const c_char, i32, i64, i64, *mut i64, *mut RawError) -> i32;
+type HandleFn = unsafe extern "C" fn(i64, *mut RawError) -> i32;
+type HandleOutFn = unsafe extern "C" fn(i64, *mut i64, *mut RawError) -> i32;
+type FileWriteFn = unsafe extern "C" fn(i64, *const u8, i64, *mut RawError) -> i32;
+type FileSizeFn = unsafe extern "C" fn(i64, *mut i64, *mut i64, *mut RawError) -> i32;
+type FilePathFn = unsafe extern "C" fn(i64, *mut c_char, i64, *mut i64, *mut RawError) -> i32;
+type ReaderReadFn = unsafe extern "C" fn(i64, *mut u8, i64, *mut i64, *mut RawError) -> i32;
+type DirsRegisterFn =
+    unsafe extern "C" fn(*const *const c_char, i32, *mut i64, *mut RawError) -> i32;
+type PlanCreateInFn = unsafe extern "C" fn(i64, i64, i64, *mut i64, *mut RawError) -> i32;
+type ConfigureFormatFn = unsafe extern "C" fn(*const c_char, i32, i32, i32, *mut RawError) -> i32;
+type StatsFn = unsafe extern "C" fn(*mut SpillwayStats, *mut RawError) -> i32;
+
+/// A snapshot of what the process's plans (the JVM's and native ones) hold and have done
+/// (`spillway_stats`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpillwayStats {
+    /// Plans created and not yet released.
+    pub live_plans: i64,
+    /// Plans that created at least one file.
+    pub plans_spilled: i64,
+    /// Plan dirs created.
+    pub dirs_created: i64,
+    /// Spill files created.
+    pub files_created: i64,
+    /// Bytes written to spill files: on disk, framing included.
+    pub bytes_written: i64,
+    /// Writes refused by a plan's or the executor's limit.
+    pub limit_failures: i64,
+    /// Filesystem calls that failed.
+    pub fs_errors: i64,
+    /// Bytes in the live files of all plans.
+    pub bytes_in_use: i64,
+    /// Bytes on the library's Go heap.
+    pub go_heap_bytes: i64,
+    /// Plain bytes written to framed files.
+    pub logical_bytes_written: i64,
+}
+
+/// The C ABI's entry points, copied out of the library (which is never unloaded).
+struct Functions {
+    configure_format: ConfigureFormatFn,
+    stats_get: StatsFn,
+    local_dirs_register: DirsRegisterFn,
+    local_dirs_release: HandleFn,
+    plan_create_in: PlanCreateInFn,
+    plan_create: PlanCreateFn,
+    plan_release: HandleFn,
+    plan_used_disk_space: HandleOutFn,
+    file_create: HandleOutFn,
+    file_write: FileWriteFn,
+    file_finish: HandleFn,
+    file_size: FileSizeFn,
+    file_path: FilePathFn,
+    file_release: HandleFn,
+    reader_open: HandleOutFn,
+    reader_read: ReaderReadFn,
+    reader_close: HandleFn,
+}
+
+/// libspillway, bound. Cheap to share (`Arc`); every plan and file keeps one.
+pub struct Spillway {
+    fns: Functions,
+    path: PathBuf,
+    // Never dlclose'd: unloading a Go runtime would pull its code from under its own threads.
+    _library: ManuallyDrop<Library>,
+}
+
+impl std::fmt::Debug for Spillway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spillway")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// The bound library, once found or loaded: every later call returns the same one.
+static BOUND: Mutex<Option<Arc<Spillway>>> = Mutex::new(None);
+
+impl Spillway {
+    /// The libspillway the process has already loaded (in an executor, the JVM's), or an error
+    /// saying none is loaded.
+    pub fn loaded() -> Result<Arc<Spillway>, SpillwayError> {
+        let mut bound = BOUND.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = bound.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s = find_loaded()?.ok_or_else(|| {
+            SpillwayError::new(
+                Status::InvalidArgument,
+                "libspillway is not loaded in this process: load it first (in Spark the spillway \
+                 plugin does), or use Spillway::load with its path",
+            )
+        })?;
+        Ok(Arc::clone(bound.insert(Arc::new(s))))
+    }
+
+    /// The libspillway the process has already loaded if there is one (never a second copy: two
+    /// Go runtimes in one process would fight over signals and threads), else the library at
+    /// `path`, loaded now.
+    pub fn load(path: impl AsRef<Path>) -> Result<Arc<Spillway>, SpillwayError> {
+        let mut bound = BOUND.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = bound.as_ref() {
+            return Ok(Arc::clone(s));
+        }
+        let s = match find_loaded()? {
+            Some(s) => s,
+            None => open(path.as_ref(), RTLD_LAZY)?,
+        };
+        Ok(Arc::clone(bound.insert(Arc::new(s))))
+    }
+
+    /// [`Spillway::load`] of the path in `$SPILLWAY_LIBRARY` if it is set, else
+    /// [`Spillway::loaded`].
+    pub fn from_env() -> Result<Arc<Spillway>, SpillwayError> {
+        match std::env::var_os(LIBRARY_ENV) {
+            Some(path) if !path.is_empty() => Spillway::load(PathBuf::from(path)),
+            _ => Spillway::loaded(),
+        }
+    }
+
+    /// The file the library was loaded from, as the dynamic loader names it.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    // The calls below are the C ABI, one by one, with the status and message made a Result.
+
+    pub(crate) fn plan_create(
+        &self,
+        dirs: &[PathBuf],
+        max: i64,
+        max_executor: i64,
+    ) -> Result<i64, SpillwayError> {
+        let (_owned, ptrs, n) = c_strings(dirs)?;
+        let mut plan = 0i64;
+        // SAFETY: ptrs holds n valid C strings that outlive the call; plan and err are writable.
+        call(|err| unsafe {
+            (self.fns.plan_create)(ptrs.as_ptr(), n, max, max_executor, &mut plan, err)
+        })?;
+        Ok(plan)
+    }
+
+    pub(crate) fn local_dirs_register(&self, dirs: &[PathBuf]) -> Result<i64, SpillwayError> {
+        let (_owned, ptrs, n) = c_strings(dirs)?;
+        let mut handle = 0i64;
+        // SAFETY: ptrs holds n valid C strings that outlive the call; handle and err are writable.
+        call(|err| unsafe { (self.fns.local_dirs_register)(ptrs.as_ptr(), n, &mut handle, err) })?;
+        Ok(handle)
+    }
+
+    pub(crate) fn local_dirs_release(&self, dirs: i64) -> Result<(), SpillwayError> {
+        // SAFETY: a plain handle; err is writable.
+        call(|err| unsafe { (self.fns.local_dirs_release)(dirs, err) })
+    }
+
+    pub(crate) fn plan_create_in(
+        &self,
+        dirs: i64,
+        max: i64,
+        max_executor: i64,
+    ) -> Result<i64, SpillwayError> {
+        let mut plan = 0i64;
+        // SAFETY: plan and err are writable.
+        call(|err| unsafe { (self.fns.plan_create_in)(dirs, max, max_executor, &mut plan, err) })?;
+        Ok(plan)
+    }
+
+    /// Sets the format of the framed files of plans created from now on, process-wide (in an
+    /// executor the JVM does this from Spark's config; call it only in a process without a JVM):
+    /// `codec` "none", "lz4" or "zstd", `zstd_level` 1 to 22 (for zstd), and with `encrypt`
+    /// AES-GCM under a process key of `key_bits` (128, 192 or 256).
+    pub fn configure_format(
+        &self,
+        codec: &str,
+        zstd_level: i32,
+        encrypt: bool,
+        key_bits: i32,
+    ) -> Result<(), SpillwayError> {
+        let codec = CString::new(codec).map_err(|_| {
+            SpillwayError::new(
+                Status::InvalidArgument,
+                "the codec name contains a NUL byte",
+            )
+        })?;
+        // SAFETY: codec is a valid C string for the call; err is writable.
+        call(|err| unsafe {
+            (self.fns.configure_format)(
+                codec.as_ptr(),
+                zstd_level,
+                i32::from(encrypt),
+                key_bits,
+                err,
+            )
+        })
+    }
+
+    /// What the process's plans (the JVM's and native ones) hold and have done.
+    pub fn stats(&self) -> Result<SpillwayStats, SpillwayError> {
+        let mut stats = SpillwayStats::default();
+        // SAFETY: stats is a writable spillway_stats; err is writable.
+        call(|err| unsafe { (self.fns.stats_get)(&mut stats, err) })?;
+        Ok(stats)
+    }
+
+    pub(crate) fn plan_release(&self, plan: i64) -> Result<(), SpillwayError> {
+        // SAFETY: a plain handle; err is writable.
+        call(|err| unsafe { (self.fns.plan_release)(plan, err) })
+    }
+
+    pub(crate) fn plan_used_disk_space(&self, plan: i64) -> Result<i64, SpillwayError> {
+        let mut used = 0i64;
+        // SAFETY: used and err are writable.
+        call(|err| unsafe { (self.fns.plan_used_disk_space)(plan, &mut used, err) })?;
+        Ok(used)
+    }
+
+    pub(crate) fn file_create(&self, plan: i64) -> Result<i64, SpillwayError> {
+        let mut file = 0i64;
+        // SAFETY: file and err are writable.
+        call(|err| unsafe { (self.fns.file_create)(plan, &mut file, err) })?;
+        Ok(file)
+    }
+
+    pub(crate) fn file_write(&self, file: i64, buf: &[u8]) -> Result<(), SpillwayError> {
+        // SAFETY: buf is valid for its length during the call; err is writable.
+        call(|err| unsafe { (self.fns.file_write)(file, buf.as_ptr(), buf.len() as i64, err) })
+    }
+
+    pub(crate) fn file_finish(&self, file: i64) -> Result<(), SpillwayError> {
+        // SAFETY: a plain handle; err is writable.
+        call(|err| unsafe { (self.fns.file_finish)(file, err) })
+    }
+
+    /// The file's logical size (the bytes written) and stored size (on disk, after the format).
+    pub(crate) fn file_size(&self, file: i64) -> Result<(i64, i64), SpillwayError> {
+        let (mut logical, mut stored) = (0i64, 0i64);
+        // SAFETY: both outputs and err are writable.
+        call(|err| unsafe { (self.fns.file_size)(file, &mut logical, &mut stored, err) })?;
+        Ok((logical, stored))
+    }
+
+    pub(crate) fn file_path(&self, file: i64) -> Result<PathBuf, SpillwayError> {
+        let mut buf = vec![0u8; 512];
+        loop {
+            let mut len = -1i64;
+            // SAFETY: buf is writable for its length; len and err are writable.
+            let result = call(|err| unsafe {
+                (self.fns.file_path)(
+                    file,
+                    buf.as_mut_ptr().cast(),
+                    buf.len() as i64,
+                    &mut len,
+                    err,
+                )
+            });
+            match (result, usize::try_from(len)) {
+                (Ok(()), Ok(len)) if len < buf.len() => {
+                    buf.truncate(len);
+                    return Ok(PathBuf::from(OsStr::from_bytes(&buf)));
+                }
+                // Too small a buffer: len is the path's length, which needs one more for the NUL.
+                (Err(e), Ok(len)) if e.status == Status::InvalidArgument && len >= buf.len() => {
+                    buf.resize(len + 1, 0)
+                }
+                (Err(e), _) => return Err(e),
+                (Ok(()), _) => {
+                    return Err(SpillwayError::new(
+                        Status::Internal,
+                        format!("spillway_file_path gave length {len}"),
+                    ))
+                }
+            }
+        }
+    }
+
+    pub(crate) fn file_release(&self, file: i64) -> Result<(), SpillwayError> {
+        // SAFETY: a plain handle; err is writable.
+        call(|err| unsafe { (self.fns.file_release)(file, err) })
+    }
+
+    pub(crate) fn reader_open(&self, file: i64) -> Result<i64, SpillwayError> {
+        let mut reader = 0i64;
+        // SAFETY: reader and err are writable.
+        call(|err| unsafe { (self.fns.reader_open)(file, &mut reader, err) })?;
+        Ok(reader)
+    }
+
+    /// Reads into `buf` (the library only writes it, so it need not be initialized): the number
+    /// of bytes read, now initialized at its start, or None at the end of the file.
+    pub(crate) fn reader_read(
+        &self,
+        reader: i64,
+        buf: &mut [MaybeUninit<u8>],
+    ) -> Result<Option<usize>, SpillwayError> {
+        let mut n = 0i64;
+        // SAFETY: buf is writable for its length; n and err are writable.
+        call(|err| unsafe {
+            (self.fns.reader_read)(
+                reader,
+                buf.as_mut_ptr().cast(),
+                buf.len() as i64,
+                &mut n,
+                err,
+            )
+        })?;
+        match n {
+            -1 => Ok(None),
+            n if n >= 0 && n as usize <= buf.len() => Ok(Some(n as usize)),
+            n => Err(SpillwayError::new(
+                Status::Internal,
+                format!(
+                    "spillway_reader_read gave {n} bytes for a {}-byte buffer",
+                    buf.len()
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn reader_close(&self, reader: i64) -> Result<(), SpillwayError> {
+        // SAFETY: a plain handle; err is writable.
+        call(|err| unsafe { (self.fns.reader_close)(reader, err) })
+    }
+}
+
+/// The dirs as C strings, and the array of pointers to them the C ABI takes (valid while the
+/// strings live) with its length.
+fn c_strings(dirs: &[PathBuf]) -> Result<(Vec<CString>, Vec<*const c_char>, i32), SpillwayError> {
+    let owned: Vec<CString> = dirs
+        .iter()
+        .map(|d| CString::new(d.as_os_str().as_bytes()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            SpillwayError::new(Status::InvalidArgument, "a local dir contains a NUL byte")
+        })?;
+    let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+    let n = i32::try_from(ptrs.len())
+        .map_err(|_| SpillwayError::new(Status::InvalidArgument, "too many local dirs"))?;
+    Ok((owned, ptrs, n))
+}
+
+/// Runs one C ABI call with an error buffer; a non-zero status becomes a SpillwayError with the
+/// library's message.
+fn call(f: impl FnOnce(*mut RawError) -> i32) -> Result<(), SpillwayError> {
+    let mut err = std::mem::MaybeUninit::<RawError>::uninit();
+    // Only the first byte is set: a 1 KiB memset per call would show on the per-plan path.
+    // SAFETY: err is a local of the right size; the library fills it only on failure.
+    unsafe { (*err.as_mut_ptr()).message[0] = 0 };
+    let code = f(err.as_mut_ptr());
+    if code == 0 {
+        return Ok(());
+    }
+    // SAFETY: message[0] was initialized; the library writes a NUL-terminated message that fits.
+    let raw = unsafe { &(*err.as_ptr()).message };
+    let message = if raw.iter().any(|&c| c == 0) {
+        // SAFETY: a NUL lies within the buffer.
+        unsafe { CStr::from_ptr(raw.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        String::from_utf8_lossy(&raw.map(|c| c as u8)).into_owned()
+    };
+    let status = Status::from_code(code);
+    let message = if message.is_empty() {
+        format!("spillway: call failed with status {code}")
+    } else {
+        message
+    };
+    Err(SpillwayError::new(status, message))
+}
+
+/// Opens the library at `path` with `flags` and binds the C ABI, after checking its version.
+fn open(path: &Path, flags: c_int) -> Result<Spillway, SpillwayError> {
+    // SAFETY: loading libspillway runs its initializers (the Go runtime's), which is what we want;
+    // with RTLD_NOLOAD nothing new is loaded.
+    let library = unsafe { Library::open(Some(path.as_os_str()), flags) }.map_err(|e| {
+        SpillwayError::new(Status::Io, format!("cannot load {}: {e}", path.display()))
+    })?;
+    bind(library, path.to_path_buf())
+}
+
+fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
+    // Not closed even when refused below: a library just loaded has started its Go runtime.
+    let library = ManuallyDrop::new(library);
+    let missing = |name: &str, e: libloading::Error| {
+        SpillwayError::new(
+            Status::InvalidArgument,
+            format!(
+                "{} has no {name} ({e}): not libspillway, or one built before the C ABI",
+                path.display()
+            ),
+        )
+    };
+    macro_rules! sym {
+        ($name:literal) => {
+            // SAFETY: the symbol's type is the one include/spillway.h declares for it.
+            *unsafe { library.get(concat!($name, "\0").as_bytes()) }
+                .map_err(|e| missing($name, e))?
+        };
+    }
+    let version: VersionFn = sym!("spillway_abi_version");
+    // SAFETY: takes nothing, returns an int.
+    let found = unsafe { version() };
+    if found != ABI_VERSION {
+        return Err(SpillwayError::new(
+            Status::InvalidArgument,
+            format!(
+                "{} speaks C ABI version {found}, this crate version {ABI_VERSION}: use a library and \
+                 a spillway-datafusion from the same Spillway release",
+                path.display()
+            ),
+        ));
+    }
+    let fns = Functions {
+        configure_format: sym!("spillway_configure_format"),
+        stats_get: sym!("spillway_stats_get"),
+        local_dirs_register: sym!("spillway_local_dirs_register"),
+        local_dirs_release: sym!("spillway_local_dirs_release"),
+        plan_create_in: sym!("spillway_plan_create_in"),
+        plan_create: sym!("spillway_plan_create"),
+        plan_release: sym!("spillway_plan_release"),
+        plan_used_disk_space: sym!("spillway_plan_used_disk_space"),
+        file_create: sym!("spillway_file_create"),
+        file_write: sym!("spillway_file_write"),
+        file_finish: sym!("spillway_file_finish"),
+        file_size: sym!("spillway_file_size"),
+        file_path: sym!("spillway_file_path"),
+        file_release: sym!("spillway_file_release"),
+        reader_open: sym!("spillway_reader_open"),
+        reader_read: sym!("spillway_reader_read"),
+        reader_close: sym!("spillway_reader_close"),
+    };
+    Ok(Spillway {
+        fns,
+        path,
+        _library: library,
+    })
+}
+
+/// The already-loaded object that exports the C ABI, if any.
+fn find_loaded() -> Result<Option<Spillway>, SpillwayError> {
+    let mut names = loaded_objects();
+    // Look at likely names first; the symbol, not the name, decides (the JVM's copy is named
+    // libspillway-<random>.so, and may be unlinked).
+    names.sort_by_key(|n| !n.to_bytes().windows(8).any(|w| w == b"spillway"));
+    for name in names {
+        let path = PathBuf::from(OsStr::from_bytes(name.to_bytes()));
+        // SAFETY: RTLD_NOLOAD loads nothing; it returns a handle to an object already loaded.
+        let Ok(library) =
+            (unsafe { Library::open(Some(path.as_os_str()), RTLD_LAZY | RTLD_NOLOAD) })
+        else {
+            continue;
+        };
+        // SAFETY: only looks the symbol up.
+        if unsafe { library.get::<VersionFn>(VERSION_SYMBOL) }.is_ok() {
+            return bind(library, path).map(Some);
+        }
+        // Another library: dropping the handle gives back the reference RTLD_NOLOAD took.
+    }
+    Ok(None)
+}
+
+/// The names of the objects the process has loaded (the dynamic loader's own names, so that
+/// dlopen with RTLD_NOLOAD matches them even when the file was unlinked since).
+fn loaded_objects() -> Vec<CString> {
+    #[repr(C)]
+    struct DlPhdrInfo {
+        addr: usize,
+        name: *const c_char,
+        // the rest of struct dl_phdr_info is not read
+    }
+    extern "C" {
+        fn dl_iterate_phdr(
+            callback: unsafe extern "C" fn(*mut DlPhdrInfo, usize, *mut c_void) -> c_int,
+            data: *mut c_void,
+        ) -> c_int;
+    }
+    unsafe extern "C" fn collect(info: *mut DlPhdrInfo, _size: usize, data: *mut c_void) -> c_int {
+        // No panic may unwind into the C loader.
+        let _ = std::panic::catch_unwind(|| {
+            // SAFETY: the loader passes a valid info and our data pointer.
+            let (info, names) = unsafe { (&*info, &mut *(data as *mut Vec<CString>)) };
+            if !info.name.is_null() {
+                // SAFETY: a NUL-terminated name owned by the loader for the callback's duration.
+                let name = unsafe { CStr::from_ptr(info.name) };
+                if !name.is_empty() {
+                    names.push(name.to_owned());
+                }
+            }
+        });
+        0
+    }
+    let mut names: Vec<CString> = Vec::new();
+    // SAFETY: the callback only reads info and appends to names, which outlives the call.
+    unsafe { dl_iterate_phdr(collect, (&mut names as *mut Vec<CString>).cast()) };
+    names
+}
