@@ -18,7 +18,7 @@ import spillway.tpch.TpchTables
 class TpchSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSparkPlanHelper {
   override protected def sparkConf: Map[String, String] = Map(
     "spark.sql.extensions" -> "spillway.SpillwayExtensions",
-    "spark.sql.shuffle.partitions" -> "4",
+    "spark.sql.shuffle.partitions" -> "2",
     "spark.sql.session.timeZone" -> "UTC",
     // No broadcast joins: the sorts under sort-merge joins are most of TPC-H's sorts.
     "spark.sql.autoBroadcastJoinThreshold" -> "-1",
@@ -35,7 +35,7 @@ class TpchSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSparkPlanHel
   override def beforeAll(): Unit = {
     super.beforeAll()
     val dir = base.resolve("tpch") // under the suite's temp dir, removed with it
-    TpchTables.write(spark, ScaleFactor, dir, parts = 2)
+    TpchTables.write(spark, ScaleFactor, dir, parts = 1)
     TpchTables.register(spark, dir)
   }
 
