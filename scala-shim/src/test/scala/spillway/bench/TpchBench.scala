@@ -15,8 +15,8 @@ import spillway.tpch.TpchTables
  * `ORDER BY` over lineitem, then the 22 queries. Not a test: it prints the times (medians) and
  * the ratios Spark / Spillway (above 1: Spillway faster).
  *
- * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir]"`,
- * default "1 128m 2": local[2]. The tables are generated once into `dataDir` (default
+ * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
+ * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone. The tables are generated once into `dataDir` (default
  * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
  * for both sorts (the native sort's budget the same), and both must spill (their "spill size"
  * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
@@ -30,18 +30,19 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     val memory = args.lift(1).getOrElse("128m")
     val runs = args.lift(2).map(_.toInt).getOrElse(2)
     val sfName = BigDecimal(scaleFactor).bigDecimal.stripTrailingZeros.toPlainString
-    val data = Paths.get(args.lift(3).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
+    val data = Paths.get(args.lift(3).filter(_.nonEmpty).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
+    val phases = args.lift(4).map(_.split(",").toSeq).getOrElse(Seq("order-by", "queries"))
     val local = Files.createTempDirectory("spillway-tpch-bench-")
     try {
       if (!TpchTables.written(data)) generate(local, scaleFactor, sfName, data)
       else println(s"TPC-H SF$sfName tables: $data (reused)")
       val memoryBytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(memory)
-      val orderBy = withSession(local, data,
+      val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession(local, data,
         "spark.testing.memory" -> memoryBytes.toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
         "spark.spillway.sort.memoryBudget" -> memory, "spark.sql.shuffle.partitions" -> "8") { spark =>
         alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
       }
-      val queries = withSession(local, data) { spark =>
+      val queries = if (!phases.contains("queries")) Seq.empty else withSession(local, data) { spark =>
         TpchTables.Queries.map { n =>
           val sql = TpchTables.query(n)
           n -> alternate(runs)(enabled => time(spark, sql, enabled, collectRows = true, f"Q$n%02d"))
@@ -109,10 +110,16 @@ object TpchBench extends AdaptiveSparkPlanHelper {
   }
 
   private def report(sf: String, memory: String, runs: Int, orderBy: Seq[Run], queries: Seq[(Int, Seq[Run])]): Unit = {
-    def times(rs: Seq[Run], enabled: Boolean): Seq[Double] = rs.filter(_.enabled == enabled).map(_.seconds)
-    def fmt(xs: Seq[Double]): String = xs.map(x => f"$x%.2f").mkString(" ")
     println()
     println(s"TPC-H SF$sf, local[2], extension on and off in $runs alternating rounds after a warm-up; medians")
+    if (orderBy.nonEmpty) reportOrderBy(memory, orderBy)
+    if (queries.nonEmpty) reportQueries(queries)
+  }
+
+  private def times(rs: Seq[Run], enabled: Boolean): Seq[Double] = rs.filter(_.enabled == enabled).map(_.seconds)
+
+  private def reportOrderBy(memory: String, orderBy: Seq[Run]): Unit = {
+    def fmt(xs: Seq[Double]): String = xs.map(x => f"$x%.2f").mkString(" ")
     val spark = times(orderBy, enabled = false)
     val native = times(orderBy, enabled = true)
     val notSpilled = orderBy.count(!_.spilled)
@@ -120,6 +127,9 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     println(f"  Spark's sort     median ${median(spark)}%7.2f s   runs ${fmt(spark)}")
     println(f"  Spillway's sort  median ${median(native)}%7.2f s   runs ${fmt(native)}")
     println(f"  ratio Spark / Spillway: ${median(spark) / median(native)}%.2f")
+  }
+
+  private def reportQueries(queries: Seq[(Int, Seq[Run])]): Unit = {
     println("\n| query | sorts | Spark's sort (s) | Spillway (s) | Spark / Spillway | spilled |")
     println("|---|---|---|---|---|---|")
     var totalSpark = 0.0
