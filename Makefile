@@ -130,11 +130,13 @@ bench-c: lib
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark, in the bench project). Arguments: records partitions memory runs.
 BENCH_SORT_ARGS ?= 4000000 2 32m 5
-# A spilling ORDER BY in Spark SQL with spillway.SpillwayExtensions on and off, alternating runs
-# (spillway.bench.SqlSortBench). Arguments: rows execution-memory runs.
-BENCH_SQL_ARGS ?= 3000000 64m 2
+# TPC-H with spillway.SpillwayExtensions on and off, alternating runs (spillway.bench.TpchBench, in
+# the test sources beside the TPC-H generator): a spilling ORDER BY over lineitem, then the 22
+# queries; prints a table with the ratios. Arguments: scale-factor execution-memory-of-the-ORDER-BY
+# rounds. The tables are generated once into build/tpch-sf<scale-factor> (SF1: a few minutes).
+BENCH_SQL_ARGS ?= 1 128m 2
 bench-sql: lib
-	$(SBT) "bench/runMain spillway.bench.SqlSortBench $(BENCH_SQL_ARGS)"
+	$(SBT) 'set Test / javaOptions += "-Xmx4g"' "Test/runMain spillway.bench.TpchBench $(BENCH_SQL_ARGS)"
 
 # Per DataFusion plan (never spilling, spilling once; 1/4/8 roots) and a spilling SortExec end to
 # end: DataFusion's Directories mode (what Comet uses), its lazy OS tmp dir, and Spillway's factory,

@@ -59,7 +59,9 @@ lazy val spillway = (project in file("."))
     sourceDirectory := baseDirectory.value / "scala-shim" / "src",
     libraryDependencies ++= Seq(
       sparkProvided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test
+      "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+      // TPC-H's tables, generated in process (spillway.tpch.TpchTables) for the TPC-H suite and `make bench-sql`.
+      "io.trino.tpch" % "tpch" % "1.2" % Test
     ),
     nativeLibrary := sys.props.get("spillway.library.path").map(file)
       .getOrElse(baseDirectory.value / "build" / "libspillway.so"),

@@ -4,12 +4,15 @@ import java.util.Locale
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import spillway.SpillwayConf
 
 /**
  * Replaces each `SortExec` whose keys [[SortKeyEncoder]] can encode with a [[SpillwaySortExec]];
- * leaves the others to Spark, with a log line naming the sort and why. Does nothing when
+ * leaves the others to Spark, with a log line naming the sort and why, and the why as a tag on the
+ * `SortExec` ([[SpillwaySortRule.fallbacks]] lists them in an executed plan). Does nothing when
  * `spark.spillway.sql.sort.enabled` is false in the session.
  */
 final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan] {
@@ -23,15 +26,32 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
             replaced.copyTagsFrom(sort) // the logical link adaptive execution re-plans from
             replaced
           case Some(reason) =>
-            SpillwaySortRule.log.info(
-              s"Spillway: Spark's sort runs this sort (${sort.sortOrder.map(_.sql).mkString(", ")}): $reason")
+            SpillwaySortRule.log.info(s"Spillway: Spark's sort runs this sort (${SpillwaySortRule.keys(sort)}): $reason")
+            // Explain prints SortExec as Spark renders it: the tag is how the plan itself says why.
+            sort.setTagValue(SpillwaySortRule.FallbackReason, reason)
             sort
         }
       }
 }
 
-object SpillwaySortRule {
+object SpillwaySortRule extends AdaptiveSparkPlanHelper {
   private[sql] lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwaySortRule])
+
+  /** On a `SortExec` the rule left to Spark: why the native sort could not run it. */
+  val FallbackReason: TreeNodeTag[String] = TreeNodeTag[String]("spillway.sort.fallbackReason")
+
+  /**
+   * The sorts of `plan` (an executed plan: `df.queryExecution.executedPlan`) that Spark's sort runs
+   * because the native sort cannot: each as its keys in SQL (`i ASC NULLS FIRST, arr DESC NULLS
+   * LAST`) and the reason. Looks inside adaptive plans (the final plan and its query stages, once
+   * the query has run; the initial plan before) and subqueries.
+   */
+  def fallbacks(plan: SparkPlan): Seq[(String, String)] =
+    collectWithSubqueries(plan) {
+      case sort: SortExec if sort.getTagValue(FallbackReason).isDefined => keys(sort) -> sort.getTagValue(FallbackReason).get
+    }
+
+  private def keys(sort: SortExec): String = sort.sortOrder.map(_.sql).mkString(", ")
 
   val EnabledKey: String = SpillwayConf.SqlSortEnabledKey
 

@@ -261,12 +261,25 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     }
   }
 
-  test("unsupported keys fall back to Spark's sort, with a log line naming the sort and the reason") {
+  test("unsupported keys fall back to Spark's sort, with a log line and a plan tag naming the sort and the reason") {
     val lines = capturingLog {
       val arrays = run(enabled = true)(spark.sql("SELECT * FROM t ORDER BY i, arr DESC"))
       assert(arrays.nativeSorts.isEmpty && arrays.sparkSorts == 1, arrays.plan.toString)
+      assert(SpillwaySortRule.fallbacks(arrays.plan) ==
+        Seq("t.i ASC NULLS FIRST, t.arr DESC NULLS LAST" -> "key t.arr: nested type array<int> (only atomic types are encoded)"))
       val collated = run(enabled = true)(spark.sql("SELECT * FROM t ORDER BY str COLLATE UTF8_LCASE"))
       assert(collated.nativeSorts.isEmpty && collated.sparkSorts == 1, collated.plan.toString)
+      val collatedReasons = SpillwaySortRule.fallbacks(collated.plan).map(_._2)
+      assert(collatedReasons.size == 1 && collatedReasons.head.endsWith("strings under collation UTF8_LCASE do not sort by their bytes"),
+        collatedReasons)
+      // A sort inside a subquery is found too; a sort the native sort runs is no fallback.
+      val inSubquery = run(enabled = true)(spark.sql(
+        "SELECT (SELECT max(r) FROM (SELECT rank() OVER (ORDER BY arr) AS r FROM t)) AS m, str FROM t ORDER BY str"))
+      assert(inSubquery.nativeSorts.size == 1, inSubquery.plan.toString)
+      val inSubqueryKeys = SpillwaySortRule.fallbacks(inSubquery.plan).map(_._1)
+      assert(inSubqueryKeys.size == 1 && inSubqueryKeys.head.endsWith("arr ASC NULLS FIRST"), s"$inSubqueryKeys\n${inSubquery.plan}")
+      // Switched off, nothing is a fallback: Spark's sort runs by choice.
+      assert(SpillwaySortRule.fallbacks(run(enabled = false)(spark.sql("SELECT * FROM t ORDER BY i, arr DESC")).plan).isEmpty)
       val off = run(enabled = false)(spark.sql("SELECT * FROM t ORDER BY i, arr DESC"))
       assert(arrays.rows.map(_.get(0)) == off.rows.map(_.get(0)))
     }

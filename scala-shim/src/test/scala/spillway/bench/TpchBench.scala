@@ -1,0 +1,150 @@
+package spillway.bench
+
+import java.nio.file.{Files, Path, Paths}
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+
+import spillway.TestFiles
+import spillway.sql.{SpillwaySortExec, SpillwaySortRule}
+import spillway.tpch.TpchTables
+
+/**
+ * TPC-H with Spillway's SQL extension on and off, alternating runs in one JVM: a spilling
+ * `ORDER BY` over lineitem, then the 22 queries. Not a test: it prints the times (medians) and
+ * the ratios Spark / Spillway (above 1: Spillway faster).
+ *
+ * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
+ * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone. The tables are generated once into `dataDir` (default
+ * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
+ * for both sorts (the native sort's budget the same), and both must spill (their "spill size"
+ * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
+ * warm-up run each way comes first, then `runs` rounds of on, off.
+ */
+object TpchBench extends AdaptiveSparkPlanHelper {
+  private val OrderBy = "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber"
+
+  def main(args: Array[String]): Unit = {
+    val scaleFactor = args.lift(0).map(_.toDouble).getOrElse(1.0)
+    val memory = args.lift(1).getOrElse("128m")
+    val runs = args.lift(2).map(_.toInt).getOrElse(2)
+    val sfName = BigDecimal(scaleFactor).bigDecimal.stripTrailingZeros.toPlainString
+    val data = Paths.get(args.lift(3).filter(_.nonEmpty).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
+    val phases = args.lift(4).map(_.split(",").toSeq).getOrElse(Seq("order-by", "queries"))
+    val local = Files.createTempDirectory("spillway-tpch-bench-")
+    try {
+      if (!TpchTables.written(data)) generate(local, scaleFactor, sfName, data)
+      else println(s"TPC-H SF$sfName tables: $data (reused)")
+      val memoryBytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(memory)
+      val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession(local, data,
+        "spark.testing.memory" -> memoryBytes.toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
+        "spark.spillway.sort.memoryBudget" -> memory, "spark.sql.shuffle.partitions" -> "8") { spark =>
+        alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
+      }
+      val queries = if (!phases.contains("queries")) Seq.empty else withSession(local, data) { spark =>
+        TpchTables.Queries.map { n =>
+          val sql = TpchTables.query(n)
+          n -> alternate(runs)(enabled => time(spark, sql, enabled, collectRows = true, f"Q$n%02d"))
+        }
+      }
+      report(sfName, memory, runs, orderBy, queries)
+    } finally TestFiles.deleteRecursively(local)
+  }
+
+  /** One run: wall time, the number of sorts (Spark's or Spillway's), and whether any of them spilled. */
+  private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean)
+
+  private def time(spark: SparkSession, sql: String, enabled: Boolean, collectRows: Boolean, label: String): Run = {
+    spark.conf.set(SpillwaySortRule.EnabledKey, enabled.toString)
+    val t0 = System.nanoTime()
+    val df = spark.sql(sql)
+    if (collectRows) df.collect() else df.queryExecution.toRdd.foreach(_ => ()) // every row, none kept
+    val seconds = (System.nanoTime() - t0) / 1e9
+    val plan: SparkPlan = df.queryExecution.executedPlan
+    val sorts = collectWithSubqueries(plan) { case s: SortExec => s; case s: SpillwaySortExec => s }
+    if (sorts.exists(s => enabled == s.isInstanceOf[SortExec])) {
+      throw new IllegalStateException(s"unexpected sorts with the extension ${if (enabled) "on" else "off"}:\n$plan")
+    }
+    val spilled = sorts.exists(_.metrics("spillSize").value > 0)
+    println(f"  $label%-8s ${if (enabled) "Spillway" else "Spark"}%-8s $seconds%7.2f s${if (spilled) ", spilled" else ""}") // progress
+    Run(enabled, seconds, sorts.size, spilled)
+  }
+
+  /** A warm-up run each way, then `runs` rounds of on, off; the warm-up is not returned. */
+  private def alternate(runs: Int)(once: Boolean => Run): Seq[Run] = {
+    once(true); once(false)
+    (0 until runs).flatMap(_ => Seq(once(true), once(false)))
+  }
+
+  private def withSession[T](local: Path, data: Path, confs: (String, String)*)(body: SparkSession => T): T = {
+    val spark = confs.foldLeft(SparkSession.builder().master("local[2]").appName("TpchBench")) { case (b, (k, v)) => b.config(k, v) }
+      .config("spark.local.dir", local.toString)
+      .config("spark.ui.enabled", "false")
+      .config("spark.sql.extensions", "spillway.SpillwayExtensions")
+      .getOrCreate()
+    try {
+      TpchTables.register(spark, data)
+      body(spark)
+    } finally spark.stop()
+  }
+
+  /** Generates the tables into `data` through a sibling directory renamed at the end, so a cut-off run leaves no half set. */
+  private def generate(local: Path, scaleFactor: Double, sfName: String, data: Path): Unit = {
+    val partial = data.resolveSibling(data.getFileName.toString + ".partial")
+    TestFiles.deleteRecursively(partial)
+    Files.createDirectories(data.getParent)
+    val t0 = System.nanoTime()
+    val spark = SparkSession.builder().master("local[2]").appName("TpchBench-generate")
+      .config("spark.local.dir", local.toString).config("spark.ui.enabled", "false").getOrCreate()
+    try TpchTables.write(spark, scaleFactor, partial, parts = math.max(2, math.ceil(scaleFactor * 16).toInt))
+    finally spark.stop()
+    TestFiles.deleteRecursively(data)
+    Files.move(partial, data)
+    println(f"TPC-H SF$sfName tables generated into $data in ${(System.nanoTime() - t0) / 1e9}%.0f s")
+  }
+
+  private def median(xs: Seq[Double]): Double = {
+    val s = xs.sorted
+    if (s.size % 2 == 1) s(s.size / 2) else (s(s.size / 2 - 1) + s(s.size / 2)) / 2
+  }
+
+  private def report(sf: String, memory: String, runs: Int, orderBy: Seq[Run], queries: Seq[(Int, Seq[Run])]): Unit = {
+    println()
+    println(s"TPC-H SF$sf, local[2], extension on and off in $runs alternating rounds after a warm-up; medians")
+    if (orderBy.nonEmpty) reportOrderBy(memory, orderBy)
+    if (queries.nonEmpty) reportQueries(queries)
+  }
+
+  private def times(rs: Seq[Run], enabled: Boolean): Seq[Double] = rs.filter(_.enabled == enabled).map(_.seconds)
+
+  private def reportOrderBy(memory: String, orderBy: Seq[Run]): Unit = {
+    def fmt(xs: Seq[Double]): String = xs.map(x => f"$x%.2f").mkString(" ")
+    val spark = times(orderBy, enabled = false)
+    val native = times(orderBy, enabled = true)
+    val notSpilled = orderBy.count(!_.spilled)
+    println(s"\n$OrderBy\n  ($memory execution memory; ${if (notSpilled == 0) "every run of both sorts spilled" else s"WARNING: $notSpilled run(s) did not spill"})")
+    println(f"  Spark's sort     median ${median(spark)}%7.2f s   runs ${fmt(spark)}")
+    println(f"  Spillway's sort  median ${median(native)}%7.2f s   runs ${fmt(native)}")
+    println(f"  ratio Spark / Spillway: ${median(spark) / median(native)}%.2f")
+  }
+
+  private def reportQueries(queries: Seq[(Int, Seq[Run])]): Unit = {
+    println("\n| query | sorts | Spark's sort (s) | Spillway (s) | Spark / Spillway | spilled |")
+    println("|---|---|---|---|---|---|")
+    var totalSpark = 0.0
+    var totalNative = 0.0
+    val slower = Seq.newBuilder[String]
+    queries.foreach { case (n, rs) =>
+      val (s, o) = (median(times(rs, enabled = false)), median(times(rs, enabled = true)))
+      totalSpark += s
+      totalNative += o
+      if (o > s * 1.05) slower += f"Q$n%02d (${(o / s - 1) * 100}%.0f%% slower)"
+      val spilled = if (rs.exists(r => r.enabled && r.spilled)) "yes" else ""
+      println(f"| Q$n%02d | ${rs.head.sorts} | $s%.2f | $o%.2f | ${s / o}%.2f | $spilled |")
+    }
+    println(f"| total | | $totalSpark%.2f | $totalNative%.2f | ${totalSpark / totalNative}%.2f | |")
+    val over = slower.result()
+    println(s"\nqueries more than 5% slower with Spillway: ${if (over.isEmpty) "none" else over.mkString(", ")}")
+  }
+}
