@@ -10,7 +10,6 @@ package main
 import "C"
 
 import (
-
 	// The C ABI (include/spillway.h): its exports are the library's as well, on the same registry.
 	_ "github.com/spillway/spillway/capi"
 	"github.com/spillway/spillway/plan"
