@@ -83,14 +83,14 @@ object TaskSpill {
   // A plan dir that cannot be fully removed (a file someone else put there, a failing disk) is
   // reported, not turned into a task failure: the task's result is good, and a retry would not
   // clean the dir either.
-  private def release(task: TaskContext, plan: SpillPlan): Unit = {
-    plans.remove(task, plan)
+  // The plan leaves `plans` only once closed, so `activePlans` never counts a plan as gone while its
+  // dir is still being removed.
+  private def release(task: TaskContext, plan: SpillPlan): Unit =
     try plan.close()
     catch {
       case e: java.io.IOException => // counted by the library's filesystemErrors
         log.warn(s"Spillway could not remove everything of task ${task.taskAttemptId()}'s spill plan", e)
-    }
-  }
+    } finally plans.remove(task, plan)
 
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
