@@ -20,22 +20,21 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::RecordBatch;
 use datafusion_execution::config::SessionConfig;
 use datafusion_execution::disk_manager::{DiskManager, DiskManagerBuilder, DiskManagerMode};
 use datafusion_execution::memory_pool::FairSpillPool;
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
 use datafusion_execution::TaskContext;
-use datafusion_physical_expr::expressions::col;
-use datafusion_physical_expr::PhysicalSortExpr;
-use datafusion_physical_plan::sorts::sort::SortExec;
-use datafusion_physical_plan::test::TestMemoryExec;
 use datafusion_physical_plan::{collect, ExecutionPlan};
 use futures::TryStreamExt;
 use spillway_datafusion::{
     Spillway, SpillwayLocalDirs, SpillwayPlan, SpillwayTempFileFactory, UNLIMITED,
 };
+
+// The tests' input and SortExec, so that the benchmark sorts what the tests check.
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 const SPILL_BYTES: usize = 256 << 10;
 const PLAN_LIMIT: i64 = 100 << 30; // DataFusion's default max_temp_directory_size
@@ -183,38 +182,6 @@ const SORT_BATCHES: usize = 250;
 const SORT_ROWS: usize = 8192;
 const SORT_MEMORY: usize = 32 << 20;
 
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("k", DataType::Int64, false),
-        Field::new("v", DataType::Utf8, false),
-    ]))
-}
-
-fn sort_input() -> Vec<RecordBatch> {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    (0..SORT_BATCHES)
-        .map(|_| {
-            let keys: Vec<i64> = (0..SORT_ROWS)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as i64
-                })
-                .collect();
-            let values: Vec<String> = keys.iter().map(|k| format!("value-{k:020}")).collect();
-            RecordBatch::try_new(
-                schema(),
-                vec![
-                    Arc::new(Int64Array::from(keys)),
-                    Arc::new(StringArray::from(values)),
-                ],
-            )
-            .unwrap()
-        })
-        .collect()
-}
-
 /// One spilling sort of the input in SORT_MEMORY bytes, plan creation included; the spill count.
 async fn sort_once(setup: &Setup, mode: Mode, input: &[RecordBatch]) -> usize {
     let runtime = RuntimeEnvBuilder::new()
@@ -227,13 +194,7 @@ async fn sort_once(setup: &Setup, mode: Mode, input: &[RecordBatch]) -> usize {
             .with_session_config(SessionConfig::new())
             .with_runtime(runtime),
     );
-    let schema = schema();
-    let source =
-        TestMemoryExec::try_new_exec(&[input.to_vec()], Arc::clone(&schema), None).unwrap();
-    let sort = Arc::new(SortExec::new(
-        [PhysicalSortExpr::new_default(col("k", &schema).unwrap())].into(),
-        source as Arc<dyn ExecutionPlan>,
-    ));
+    let sort = common::sort_plan(input);
     let out = collect(Arc::clone(&sort) as _, context).await.unwrap();
     assert_eq!(
         out.iter().map(|b| b.num_rows()).sum::<usize>(),
@@ -366,7 +327,7 @@ fn main() {
     );
     drop(owner);
 
-    let input = sort_input();
+    let input = common::input(SORT_BATCHES, SORT_ROWS, u64::MAX);
     let bytes: usize = input.iter().map(|b| b.get_array_memory_size()).sum();
     // BENCH_SORT_ROUNDS=<n> for more alternating runs of the sort than the default 5.
     let sort_rounds = match std::env::var("BENCH_SORT_ROUNDS")

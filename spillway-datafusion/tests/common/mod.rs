@@ -107,7 +107,7 @@ pub fn input(batches: usize, rows: usize, distinct_keys: u64) -> Vec<RecordBatch
                     (x % distinct_keys) as i64
                 })
                 .collect();
-            let values: Vec<String> = keys.iter().map(|k| format!("value-{k:016}")).collect();
+            let values: Vec<String> = keys.iter().map(|k| format!("value-{k:020}")).collect();
             RecordBatch::try_new(
                 schema(),
                 vec![
