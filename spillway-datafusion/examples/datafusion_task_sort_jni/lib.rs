@@ -54,6 +54,8 @@ struct TaskSort {
     stream: SendableRecordBatchStream,
     sort: Arc<SortExec>,
     runtime: tokio::runtime::Runtime,
+    // The stream has ended: it is not polled again (some streams panic if they are).
+    done: bool,
 }
 
 static SORTS: LazyLock<Mutex<HashMap<i64, Arc<Mutex<TaskSort>>>>> = LazyLock::new(Default::default);
@@ -147,6 +149,7 @@ pub extern "system" fn Java_spillway_DataFusionTaskSort_open<'local>(
             stream,
             sort,
             runtime,
+            done: false,
         };
         sorts().insert(id, Arc::new(Mutex::new(task_sort)));
         Ok(id)
@@ -167,9 +170,18 @@ pub extern "system" fn Java_spillway_DataFusionTaskSort_next<'local>(
             Failure::IllegalState(format!("sort {sort} panicked in an earlier call"))
         })?;
         let TaskSort {
-            stream, runtime, ..
+            stream,
+            runtime,
+            done,
+            ..
         } = &mut *task_sort;
-        let Some(batch) = runtime.block_on(stream.next()) else {
+        let next = if *done {
+            None
+        } else {
+            runtime.block_on(stream.next())
+        };
+        let Some(batch) = next else {
+            *done = true;
             return Ok(JLongArray::default());
         };
         let keys = batch?

@@ -17,7 +17,8 @@ final case class DataFusionSortObservation(
     spillDirsBeforeFirstBatch: Seq[String],
     spillDirsWhileMerging: Seq[String],
     planBytesWhileMerging: Long,
-    spills: Long)
+    spills: Long,
+    nullAgainAfterTheEnd: Boolean)
 
 /**
  * The Comet scenario in miniature (issue 15, item 4), on real Spark (local mode, one local dir):
@@ -59,8 +60,8 @@ class DataFusionTaskSortSuite extends AnyFunSuite with LocalSpark {
       val first = DataFusionTaskSort.next(sort)
       val whileMerging = TestFiles.spillDirsUnder(roots)
       val bytes = plan.usedDiskSpace
-      val sorted = Iterator(first) ++ Iterator.continually(DataFusionTaskSort.next(sort)).takeWhile(_ != null)
-      DataFusionSortObservation(keys, sorted.flatten.toArray, before, whileMerging, bytes, DataFusionTaskSort.spillCount(sort))
+      val sorted = (Iterator(first) ++ Iterator.continually(DataFusionTaskSort.next(sort)).takeWhile(_ != null)).flatten.toArray
+      DataFusionSortObservation(keys, sorted, before, whileMerging, bytes, DataFusionTaskSort.spillCount(sort), DataFusionTaskSort.next(sort) == null)
     }.collect().head
   }
 
@@ -70,6 +71,7 @@ class DataFusionTaskSortSuite extends AnyFunSuite with LocalSpark {
     val d = NativeStats.read() - before
 
     assert(Arrays.equals(seen.sorted, seen.keys.sorted), "DataFusion's sort differs from Scala's")
+    assert(seen.nullAgainAfterTheEnd, "next after the end is the end again")
     assert(seen.spills >= 2, s"the sort spilled ${seen.spills} times; the test wants several")
     assert(seen.spillDirsBeforeFirstBatch.isEmpty, seen.spillDirsBeforeFirstBatch)
     assert(seen.spillDirsWhileMerging.size == 1, seen.spillDirsWhileMerging)
