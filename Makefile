@@ -11,7 +11,7 @@ SBT := project/sbt
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
+.PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion datafusion-jni test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
 all: lib
 
@@ -85,16 +85,29 @@ CARGO := CARGO_TARGET_DIR=$(CARGO_TARGET) SPILLWAY_LIBRARY=$(CURDIR)/$(LIB) carg
 # the versions are bounded in Cargo.toml.
 DATAFUSION_CRATE := --manifest-path spillway-datafusion/Cargo.toml
 
+NEED_CARGO = command -v cargo >/dev/null || \
+	{ echo "$@ needs cargo (Rust 1.94 or later, as DataFusion 55): install Rust with rustup" >&2; exit 1; }
+
 test-datafusion: lib
-	@command -v cargo >/dev/null || \
-		{ echo "test-datafusion needs cargo (Rust 1.94 or later, as DataFusion 55): install Rust with rustup" >&2; exit 1; }
+	@$(NEED_CARGO)
 	$(CARGO) test $(DATAFUSION_CRATE)
+
+# The Comet scenario in miniature: a Rust JNI library (the crate's example datafusion_task_sort_jni)
+# that runs DataFusion's SortExec in a Spark task, spilling through the task's plan; the suite
+# spillway.DataFusionTaskSortSuite loads it. An example of the crate, so it is built with the tests'
+# dependencies and features and shares their DataFusion build: after `make test-datafusion` this
+# takes seconds. build.sbt gives the test JVM its path (-Dspillway.datafusion.jni.library).
+DATAFUSION_JNI := $(CARGO_TARGET)/debug/examples/libdatafusion_task_sort_jni.so
+
+datafusion-jni:
+	@$(NEED_CARGO)
+	$(CARGO) build $(DATAFUSION_CRATE) --example datafusion_task_sort_jni
 
 # One sbt launch runs every JVM suite in one forked JVM against build/libspillway.so (Spark in local
 # mode included). XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM
 # under -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
-test-jvm: lib
-	$(SBT) test
+test-jvm: lib datafusion-jni
+	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" $(SBT) test
 
 # The soak of RELIABILITY.md for longer than the 90 s loop make test runs (spillway.SparkSoakSuite):
 # Spark tasks in local mode that spill, sort, fail and get cancelled, then nothing may be left on

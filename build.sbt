@@ -29,6 +29,11 @@ def sparkJvmOptions(repo: File, library: File): Seq[String] = sparkJava17Options
   s"-Dlog4j2.configurationFile=${(repo / "scala-shim" / "conf" / "log4j2.properties").getAbsolutePath}"
 )
 
+// The Rust JNI library of spillway.DataFusionTaskSortSuite (spillway-datafusion's example
+// datafusion_task_sort_jni), given to the test JVM as -Dspillway.datafusion.jni.library: `make
+// test-jvm` builds it and passes its path in that property; sbt run alone looks where make puts it.
+lazy val datafusionJniLibrary = settingKey[File]("the Rust JNI library DataFusionTaskSortSuite loads")
+
 val scalaOptions = Seq(
   scalaVersion := "2.13.17", // the Scala version Spark 4.1.x is built with
   javacOptions ++= Seq("--release", "17"),
@@ -94,9 +99,16 @@ lazy val spillway = (project in file("."))
       s"-Djava.io.tmpdir=$tmp"
     },
     Test / testOptions += Tests.Cleanup(() => IO.delete(target.value / "test-tmp")),
-    Test / javaOptions ++= sparkJvmOptions(baseDirectory.value, nativeLibrary.value) :+
+    datafusionJniLibrary := sys.props.get("spillway.datafusion.jni.library").map(file).getOrElse {
+      val cargoTarget = sys.env.get("CARGO_TARGET_DIR").map(file)
+        .getOrElse(file(sys.props("user.home")) / ".cache" / "spillway" / "cargo-target")
+      cargoTarget / "debug" / "examples" / "libdatafusion_task_sort_jni.so"
+    },
+    Test / javaOptions ++= sparkJvmOptions(baseDirectory.value, nativeLibrary.value) ++ Seq(
       // The spill format's shared test vectors, which the JVM reads too (SpillFileVectorsSuite).
       s"-Dspillway.testdata=${(baseDirectory.value / "testdata").getAbsolutePath}",
+      s"-Dspillway.datafusion.jni.library=${datafusionJniLibrary.value.getAbsolutePath}"
+    ),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
   )
 

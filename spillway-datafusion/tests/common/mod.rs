@@ -107,29 +107,34 @@ pub fn input(batches: usize, rows: usize, distinct_keys: u64) -> Vec<RecordBatch
                     (x % distinct_keys) as i64
                 })
                 .collect();
-            let values: Vec<String> = keys.iter().map(|k| format!("value-{k:020}")).collect();
-            RecordBatch::try_new(
-                schema(),
-                vec![
-                    Arc::new(Int64Array::from(keys)),
-                    Arc::new(StringArray::from(values)),
-                ],
-            )
-            .unwrap()
+            batch(keys)
         })
         .collect()
 }
 
+/// A batch of the schema: the keys, and a string payload derived from each.
+pub fn batch(keys: Vec<i64>) -> RecordBatch {
+    let values: Vec<String> = keys.iter().map(|k| format!("value-{k:020}")).collect();
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(Int64Array::from(keys)),
+            Arc::new(StringArray::from(values)),
+        ],
+    )
+    .unwrap()
+}
+
 /// A SortExec on k over the batches in memory, in one partition.
 pub fn sort_plan(batches: &[RecordBatch]) -> Arc<SortExec> {
-    let schema = schema();
-    let source =
-        TestMemoryExec::try_new_exec(&[batches.to_vec()], Arc::clone(&schema), None).unwrap();
-    let ordering = [PhysicalSortExpr::new_default(col("k", &schema).unwrap())];
-    Arc::new(SortExec::new(
-        ordering.into(),
-        source as Arc<dyn ExecutionPlan>,
-    ))
+    let source = TestMemoryExec::try_new_exec(&[batches.to_vec()], schema(), None).unwrap();
+    sort_over(source)
+}
+
+/// A SortExec on k over `source` (of the schema).
+pub fn sort_over(source: Arc<dyn ExecutionPlan>) -> Arc<SortExec> {
+    let ordering = [PhysicalSortExpr::new_default(col("k", &schema()).unwrap())];
+    Arc::new(SortExec::new(ordering.into(), source))
 }
 
 /// A task context with a memory pool of `memory` bytes (None: unlimited) and the disk manager.

@@ -62,6 +62,16 @@ final class SpillPlan private (
   /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))
 
+  /**
+   * The plan's handle in the library, for native code running the task's work in this process (a
+   * DataFusion or Velox plan): the C ABI's `int64_t` plan handle (include/spillway.h,
+   * docs/c-abi.md). Native code creates and releases files in the plan and never releases the plan
+   * itself: [[close]] does (TaskSpill when the task ends), removing whatever native code left.
+   *
+   * @throws IllegalStateException if the plan is closed
+   */
+  def nativeHandle: Long = withOpenPlan(() => handle)
+
   def isClosed: Boolean = closed.get
 
   /**
