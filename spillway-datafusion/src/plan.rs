@@ -17,9 +17,13 @@ pub const UNLIMITED: i64 = i64::MAX;
 /// belongs to someone else (a JVM task that created it and handed its handle over): Rust never
 /// releases it, and once its owner has, calls on it fail with `InvalidHandle` (its files are
 /// already gone).
+///
+/// A plan that never spills costs one allocation (this struct, with its lazy state inline) and
+/// no call into the library: the library is held as `&'static` (it is never unloaded), and the
+/// state's lock is taken only by calls that reach the library, never by the drop.
 #[derive(Debug)]
 pub struct SpillwayPlan {
-    library: Arc<Spillway>,
+    library: &'static Spillway,
     kind: Kind,
     state: Mutex<State>,
 }
@@ -44,8 +48,21 @@ struct State {
     released: bool,
 }
 
+impl State {
+    /// Releases an owned plan's library plan once (a lazy plan may have none yet).
+    fn release(&mut self, library: &Spillway, owned: bool) -> Result<(), SpillwayError> {
+        if !owned || std::mem::replace(&mut self.released, true) {
+            return Ok(());
+        }
+        match self.handle {
+            Some(h) => library.plan_release(h),
+            None => Ok(()),
+        }
+    }
+}
+
 impl SpillwayPlan {
-    fn new(library: Arc<Spillway>, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
+    fn new(library: &'static Spillway, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
         Arc::new(SpillwayPlan {
             library,
             kind,
@@ -68,7 +85,11 @@ impl SpillwayPlan {
         max_executor: i64,
     ) -> Result<Arc<SpillwayPlan>, SpillwayError> {
         let handle = library.plan_create(dirs, max, max_executor)?;
-        Ok(SpillwayPlan::new(library, Kind::Owned, Some(handle)))
+        Ok(SpillwayPlan::new(
+            Spillway::forever(&library),
+            Kind::Owned,
+            Some(handle),
+        ))
     }
 
     /// [`SpillwayPlan::create`] in dirs registered once: no string is read per plan.
@@ -80,11 +101,7 @@ impl SpillwayPlan {
         let handle = dirs
             .library
             .plan_create_in(dirs.handle, max, max_executor)?;
-        Ok(SpillwayPlan::new(
-            Arc::clone(&dirs.library),
-            Kind::Owned,
-            Some(handle),
-        ))
+        Ok(SpillwayPlan::new(dirs.library, Kind::Owned, Some(handle)))
     }
 
     /// A plan created in the library only when DataFusion asks for its first spill file: a
@@ -101,12 +118,12 @@ impl SpillwayPlan {
             max,
             max_executor,
         };
-        SpillwayPlan::new(Arc::clone(&dirs.library), kind, None)
+        SpillwayPlan::new(dirs.library, kind, None)
     }
 
     /// The plan `handle` another owner created and will release (a Spark task's `TaskSpill` plan).
     pub fn adopt(library: Arc<Spillway>, handle: i64) -> Arc<SpillwayPlan> {
-        SpillwayPlan::new(library, Kind::Adopted, Some(handle))
+        SpillwayPlan::new(Spillway::forever(&library), Kind::Adopted, Some(handle))
     }
 
     /// The plan's handle in libspillway; None for a lazy plan that has made no file yet.
@@ -134,14 +151,7 @@ impl SpillwayPlan {
     /// their next call. Done once: a later call, or the drop, does nothing. An adopted plan is
     /// left to its owner.
     pub fn release(&self) -> Result<(), SpillwayError> {
-        let mut state = self.state();
-        if !self.is_owned() || std::mem::replace(&mut state.released, true) {
-            return Ok(());
-        }
-        match state.handle {
-            Some(h) => self.library.plan_release(h),
-            None => Ok(()),
-        }
+        self.state().release(self.library, self.is_owned())
     }
 
     /// The handle to create a file in, creating a lazy plan in the library now if it has none.
@@ -174,8 +184,8 @@ impl SpillwayPlan {
         Ok(h)
     }
 
-    pub(crate) fn library(&self) -> &Spillway {
-        &self.library
+    pub(crate) fn library(&self) -> &'static Spillway {
+        self.library
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -187,8 +197,10 @@ impl SpillwayPlan {
 impl Drop for SpillwayPlan {
     fn drop(&mut self) {
         // A failure here (a file or dir that could not be removed) has no one to report to;
-        // call release() first to see it.
-        let _ = self.release();
+        // call release() first to see it. No lock: the drop has the plan to itself.
+        let owned = self.is_owned();
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let _ = state.release(self.library, owned);
     }
 }
 
@@ -196,7 +208,7 @@ impl Drop for SpillwayPlan {
 /// [`SpillwayPlan::create_in`] and [`SpillwayPlan::lazy_in`]. Forgotten when dropped; plans created in them are not affected.
 #[derive(Debug)]
 pub struct SpillwayLocalDirs {
-    library: Arc<Spillway>,
+    library: &'static Spillway,
     handle: i64,
 }
 
@@ -207,7 +219,10 @@ impl SpillwayLocalDirs {
         dirs: &[PathBuf],
     ) -> Result<SpillwayLocalDirs, SpillwayError> {
         let handle = library.local_dirs_register(dirs)?;
-        Ok(SpillwayLocalDirs { library, handle })
+        Ok(SpillwayLocalDirs {
+            library: Spillway::forever(&library),
+            handle,
+        })
     }
 }
 
