@@ -1,7 +1,7 @@
 //! A Spillway plan seen from Rust: one per DataFusion plan.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::{SpillwayError, Status};
 use crate::library::Spillway;
@@ -18,14 +18,18 @@ pub const UNLIMITED: i64 = i64::MAX;
 /// releases it, and once its owner has, calls on it fail with `InvalidHandle` (its files are
 /// already gone).
 ///
-/// A plan that never spills costs one allocation (this struct, with its lazy state inline) and
-/// no call into the library: the library is held as `&'static` (it is never unloaded), and the
-/// state's lock is taken only by calls that reach the library, never by the drop.
+/// A plan that never spills costs one allocation (this struct, with its lazy state inline, which
+/// [`SpillwayTempFileFactory::new`](crate::SpillwayTempFileFactory::new) takes over as the
+/// factory) and no call into the library: the library is held as `&'static` (it is never
+/// unloaded), and the state's lock is taken only by calls that reach the library, never by the
+/// drop.
 #[derive(Debug)]
 pub struct SpillwayPlan {
     library: &'static Spillway,
     kind: Kind,
     state: Mutex<State>,
+    /// The plan's own allocation, for its files to hold (each keeps the plan alive).
+    me: Weak<SpillwayPlan>,
 }
 
 #[derive(Debug)]
@@ -63,13 +67,14 @@ impl State {
 
 impl SpillwayPlan {
     fn new(library: &'static Spillway, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
-        Arc::new(SpillwayPlan {
+        Arc::new_cyclic(|me| SpillwayPlan {
             library,
             kind,
             state: Mutex::new(State {
                 handle,
                 released: false,
             }),
+            me: Weak::clone(me),
         })
     }
 
@@ -182,6 +187,11 @@ impl SpillwayPlan {
             .plan_create_in(dirs.handle, *max, *max_executor)?;
         state.handle = Some(h);
         Ok(h)
+    }
+
+    /// The Arc this plan is in (None only for a plan moved out of its last Arc).
+    pub(crate) fn arc(&self) -> Option<Arc<SpillwayPlan>> {
+        self.me.upgrade()
     }
 
     pub(crate) fn library(&self) -> &'static Spillway {

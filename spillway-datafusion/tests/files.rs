@@ -250,3 +250,41 @@ async fn a_lazy_plan_exists_in_the_library_from_its_first_file_on() -> Result<()
     drop(file);
     Ok(())
 }
+
+#[tokio::test]
+async fn the_factory_is_the_plan_and_keeps_it_alive() -> Result<()> {
+    let roots = Roots::new(1);
+    let dirs = Arc::new(SpillwayLocalDirs::register(spillway(), &roots.paths)?);
+    let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
+    let factory = SpillwayTempFileFactory::new(Arc::clone(&plan));
+    assert_eq!(
+        Arc::strong_count(&plan),
+        2,
+        "the factory shares the plan's count"
+    );
+    assert!(std::ptr::eq(factory.plan(), Arc::as_ptr(&plan)));
+    drop(plan); // the factory alone keeps the plan
+    let file = factory.create_temp_file("after the plan's Arc went")?;
+    let mut writer = file.open_writer()?;
+    writer
+        .write_all(&pattern(100))
+        .map_err(DataFusionError::IoError)?;
+    writer.finish()?;
+    drop(writer);
+    drop(factory); // the file now keeps the plan
+    assert_eq!(read_all(file.as_ref()).await?.0, pattern(100));
+    drop(file);
+    roots.assert_empty("after the file, the last holder of the plan, was dropped");
+
+    // A factory moved out of its Arc refuses to create files instead of misbehaving.
+    let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
+    let moved = Arc::try_unwrap(SpillwayTempFileFactory::new(plan)).expect("the only Arc");
+    let err = moved
+        .create_temp_file("moved")
+        .err()
+        .expect("no Arc to give the file");
+    assert!(err.to_string().contains("moved out of its Arc"), "{err}");
+    drop(moved);
+    roots.assert_empty("after the moved factory was dropped");
+    Ok(())
+}
