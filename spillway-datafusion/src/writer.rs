@@ -1,6 +1,7 @@
 //! DataFusion's `SpillWriter` over `spillway_file_write`.
 
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use datafusion_common::{DataFusionError, Result};
@@ -97,6 +98,7 @@ impl SpillWriter for SpillwayWriter {
     fn finish(&mut self) -> Result<()> {
         self.drain()?;
         self.file.plan.library().file_finish(self.file.handle)?;
+        self.file.finished.store(true, Ordering::Release);
         Ok(())
     }
 }
