@@ -5,7 +5,6 @@ use std::sync::Arc;
 use datafusion_common::Result;
 use datafusion_execution::spill_file::{SpillFile, TempFileFactory};
 
-use crate::error::{SpillwayError, Status};
 use crate::file::SpillwaySpillFile;
 use crate::plan::SpillwayPlan;
 
@@ -56,12 +55,8 @@ impl TempFileFactory for SpillwayTempFileFactory {
     /// Spillway names and places the file itself (the plan's dir in one of its roots), so the
     /// description is not used.
     fn create_temp_file(&self, _description: &str) -> Result<Arc<dyn SpillFile>> {
-        let plan = self.plan.arc().ok_or_else(|| {
-            SpillwayError::new(
-                Status::InvalidHandle,
-                "spillway: the factory was moved out of its Arc; create files through an Arc of it",
-            )
-        })?;
-        Ok(Arc::new(SpillwaySpillFile::create(plan)?))
+        Ok(Arc::new(SpillwaySpillFile::create(
+            self.plan.plan_for_file()?,
+        )?))
     }
 }

@@ -11,7 +11,7 @@ use datafusion_execution::spill_file::{SpillFile, SpillWriter};
 use futures::Stream;
 
 use crate::error::{SpillwayError, Status};
-use crate::plan::SpillwayPlan;
+use crate::plan::LibraryPlan;
 use crate::reader::read_stream;
 use crate::writer::SpillwayWriter;
 
@@ -26,7 +26,7 @@ pub struct SpillwaySpillFile {
 /// The file's handle, released when the file, its writer and its readers are all gone.
 #[derive(Debug)]
 pub(crate) struct FileHandle {
-    pub(crate) plan: Arc<SpillwayPlan>,
+    pub(crate) plan: Arc<LibraryPlan>,
     pub(crate) handle: i64,
     /// Set once a writer finished the file: only then can it be read.
     pub(crate) finished: AtomicBool,
@@ -40,8 +40,8 @@ impl Drop for FileHandle {
 }
 
 impl SpillwaySpillFile {
-    pub(crate) fn create(plan: Arc<SpillwayPlan>) -> std::result::Result<Self, SpillwayError> {
-        let handle = plan.library().file_create(plan.handle_for_file()?)?;
+    pub(crate) fn create(plan: Arc<LibraryPlan>) -> std::result::Result<Self, SpillwayError> {
+        let handle = plan.library().file_create(plan.handle)?;
         let handle = Arc::new(FileHandle {
             plan,
             handle,

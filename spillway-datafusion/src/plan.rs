@@ -1,7 +1,8 @@
 //! A Spillway plan seen from Rust: one per DataFusion plan.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{SpillwayError, Status};
 use crate::library::Spillway;
@@ -20,16 +21,14 @@ pub const UNLIMITED: i64 = i64::MAX;
 ///
 /// A plan that never spills costs one allocation (this struct, with its lazy state inline, which
 /// [`SpillwayTempFileFactory::new`](crate::SpillwayTempFileFactory::new) takes over as the
-/// factory) and no call into the library: the library is held as `&'static` (it is never
-/// unloaded), and the state's lock is taken only by calls that reach the library, never by the
-/// drop.
+/// factory), no call into the library and no lock: the library is held as `&'static` (it is
+/// never unloaded), and the plan's state in the library, which its files share, is made with the
+/// first file.
 #[derive(Debug)]
 pub struct SpillwayPlan {
     library: &'static Spillway,
     kind: Kind,
     state: Mutex<State>,
-    /// The plan's own allocation, for its files to hold (each keeps the plan alive).
-    me: Weak<SpillwayPlan>,
 }
 
 #[derive(Debug)]
@@ -48,33 +47,62 @@ enum Kind {
 
 #[derive(Debug)]
 struct State {
-    handle: Option<i64>, // None: a lazy plan with no file yet
+    plan: Option<Arc<LibraryPlan>>, // None: a lazy plan with no file yet
     released: bool,
 }
 
-impl State {
-    /// Releases an owned plan's library plan once (a lazy plan may have none yet).
-    fn release(&mut self, library: &Spillway, owned: bool) -> Result<(), SpillwayError> {
-        if !owned || std::mem::replace(&mut self.released, true) {
+/// The plan in the library, shared by the [`SpillwayPlan`] and its files: an owned one is released
+/// when the last of them goes (files outlive the plan they came from), or by
+/// [`SpillwayPlan::release`].
+#[derive(Debug)]
+pub(crate) struct LibraryPlan {
+    library: &'static Spillway,
+    pub(crate) handle: i64,
+    owned: bool,
+    released: AtomicBool,
+}
+
+impl LibraryPlan {
+    fn new(library: &'static Spillway, handle: i64, owned: bool) -> Arc<LibraryPlan> {
+        Arc::new(LibraryPlan {
+            library,
+            handle,
+            owned,
+            released: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn library(&self) -> &'static Spillway {
+        self.library
+    }
+
+    /// Releases the plan in the library once, if it is ours.
+    fn release(&self) -> Result<(), SpillwayError> {
+        if !self.owned || self.released.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        match self.handle {
-            Some(h) => library.plan_release(h),
-            None => Ok(()),
-        }
+        self.library.plan_release(self.handle)
+    }
+}
+
+impl Drop for LibraryPlan {
+    fn drop(&mut self) {
+        // A failure here (a file or dir that could not be removed) has no one to report to;
+        // call SpillwayPlan::release() first to see it.
+        let _ = self.release();
     }
 }
 
 impl SpillwayPlan {
     fn new(library: &'static Spillway, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
-        Arc::new_cyclic(|me| SpillwayPlan {
+        let owned = !matches!(kind, Kind::Adopted);
+        Arc::new(SpillwayPlan {
             library,
             kind,
             state: Mutex::new(State {
-                handle,
+                plan: handle.map(|h| LibraryPlan::new(library, h, owned)),
                 released: false,
             }),
-            me: Weak::clone(me),
         })
     }
 
@@ -133,7 +161,7 @@ impl SpillwayPlan {
 
     /// The plan's handle in libspillway; None for a lazy plan that has made no file yet.
     pub fn handle(&self) -> Option<i64> {
-        self.state().handle
+        self.state().plan.as_ref().map(|p| p.handle)
     }
 
     /// Whether Rust releases this plan (created here) or its owner does (adopted).
@@ -143,7 +171,7 @@ impl SpillwayPlan {
 
     /// The bytes on disk of the plan's live spill files.
     pub fn used_disk_space(&self) -> Result<u64, SpillwayError> {
-        match self.state().handle {
+        match self.handle() {
             None => Ok(0),
             Some(h) => self
                 .library
@@ -156,11 +184,18 @@ impl SpillwayPlan {
     /// their next call. Done once: a later call, or the drop, does nothing. An adopted plan is
     /// left to its owner.
     pub fn release(&self) -> Result<(), SpillwayError> {
-        self.state().release(self.library, self.is_owned())
+        let mut state = self.state();
+        if !self.is_owned() || std::mem::replace(&mut state.released, true) {
+            return Ok(());
+        }
+        match &state.plan {
+            Some(plan) => plan.release(),
+            None => Ok(()),
+        }
     }
 
-    /// The handle to create a file in, creating a lazy plan in the library now if it has none.
-    pub(crate) fn handle_for_file(&self) -> Result<i64, SpillwayError> {
+    /// The plan in the library to create a file in, creating a lazy plan there now if it has none.
+    pub(crate) fn plan_for_file(&self) -> Result<Arc<LibraryPlan>, SpillwayError> {
         let mut state = self.state();
         if state.released {
             return Err(SpillwayError::new(
@@ -168,8 +203,8 @@ impl SpillwayPlan {
                 "spillway: the plan was released",
             ));
         }
-        if let Some(h) = state.handle {
-            return Ok(h);
+        if let Some(plan) = &state.plan {
+            return Ok(Arc::clone(plan));
         }
         let Kind::Lazy {
             dirs,
@@ -185,32 +220,16 @@ impl SpillwayPlan {
         let h = self
             .library
             .plan_create_in(dirs.handle, *max, *max_executor)?;
-        state.handle = Some(h);
-        Ok(h)
-    }
-
-    /// The Arc this plan is in (None only for a plan moved out of its last Arc).
-    pub(crate) fn arc(&self) -> Option<Arc<SpillwayPlan>> {
-        self.me.upgrade()
-    }
-
-    pub(crate) fn library(&self) -> &'static Spillway {
-        self.library
+        Ok(Arc::clone(state.plan.insert(LibraryPlan::new(
+            self.library,
+            h,
+            true,
+        ))))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
         // The state stays consistent across a panic elsewhere: nothing panics while holding it.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Drop for SpillwayPlan {
-    fn drop(&mut self) {
-        // A failure here (a file or dir that could not be removed) has no one to report to;
-        // call release() first to see it. No lock: the drop has the plan to itself.
-        let owned = self.is_owned();
-        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let _ = state.release(self.library, owned);
     }
 }
 

@@ -256,7 +256,7 @@ async fn a_lazy_plan_exists_in_the_library_from_its_first_file_on() -> Result<()
 }
 
 #[tokio::test]
-async fn the_factory_is_the_plan_and_keeps_it_alive() -> Result<()> {
+async fn the_factory_is_the_plan_and_files_outlive_both() -> Result<()> {
     let roots = Roots::new(1);
     let dirs = Arc::new(SpillwayLocalDirs::register(spillway(), &roots.paths)?);
     let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
@@ -275,20 +275,25 @@ async fn the_factory_is_the_plan_and_keeps_it_alive() -> Result<()> {
         .map_err(DataFusionError::IoError)?;
     writer.finish()?;
     drop(writer);
-    drop(factory); // the file now keeps the plan
+    drop(factory); // the file now keeps the plan (its state in the library)
     assert_eq!(read_all(file.as_ref()).await?.0, pattern(100));
     drop(file);
     roots.assert_empty("after the file, the last holder of the plan, was dropped");
 
-    // A factory moved out of its Arc refuses to create files instead of misbehaving.
+    // A factory moved out of its Arc works as well: files hold the plan's state in the library,
+    // which outlives the factory and the plan.
     let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
     let moved = Arc::try_unwrap(SpillwayTempFileFactory::new(plan)).expect("the only Arc");
-    let err = moved
-        .create_temp_file("moved")
-        .err()
-        .expect("no Arc to give the file");
-    assert!(err.to_string().contains("moved out of its Arc"), "{err}");
+    let file = moved.create_temp_file("moved")?;
     drop(moved);
+    let mut writer = file.open_writer()?;
+    writer
+        .write_all(&pattern(10))
+        .map_err(DataFusionError::IoError)?;
+    writer.finish()?;
+    drop(writer);
+    assert_eq!(read_all(file.as_ref()).await?.0, pattern(10));
+    drop(file);
     roots.assert_empty("after the moved factory was dropped");
     Ok(())
 }
