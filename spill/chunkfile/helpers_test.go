@@ -80,6 +80,40 @@ func decode(file []byte, key *chunkfile.Key, opts chunkfile.ReaderOptions) ([]by
 	return io.ReadAll(r)
 }
 
+// decodeDirect reads a whole file as decode does, but each Read with room for a whole chunk
+// (Reader.DirectReadSize), so that every chunk is decoded in the caller's buffer.
+func decodeDirect(file []byte, key *chunkfile.Key) ([]byte, error) {
+	r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), key, chunkfile.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []byte
+	p := make([]byte, r.DirectReadSize())
+	for {
+		n, err := r.Read(p)
+		out = append(out, p[:n]...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// decodeEachWay is decode with read-ahead (way 0), without (1), or decodeDirect (2), so that a
+// loop over inputs checks each way of reading in turn.
+func decodeEachWay(file []byte, key *chunkfile.Key, way int) ([]byte, error) {
+	switch way % 3 {
+	case 0:
+		return decode(file, key, chunkfile.ReaderOptions{})
+	case 1:
+		return decode(file, key, chunkfile.ReaderOptions{Synchronous: true})
+	}
+	return decodeDirect(file, key)
+}
+
 // compressibleBytes are text-like: lz4 and zstd shrink them.
 func compressibleBytes(n int, seed uint64) []byte {
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -120,7 +120,10 @@ func (r *Reader) Memory() int {
 func ReaderMemory(chunkSize int) int { return 2*chunkSize + tagSize + chunkHeaderSize }
 
 // Read reads the file's bytes in order; it returns io.EOF after the last chunk, and the chunk's
-// *FormatError (or I/O error) once it reaches a chunk that does not verify.
+// *FormatError (or I/O error) once it reaches a chunk that does not verify. A Read at a chunk's
+// start into a p with room for a whole stored chunk (DirectReadSize) reads, verifies and decodes
+// that chunk in p itself, on the caller's goroutine, without copying it through a buffer of the
+// Reader's; p past the bytes returned is used as scratch space.
 func (r *Reader) Read(p []byte) (int, error) {
 	for len(r.cur) == 0 {
 		if r.err != nil {
@@ -132,12 +135,39 @@ func (r *Reader) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
+		if r.ahead == nil && r.skip == 0 && len(p) >= r.DirectReadSize() {
+			n := r.readDirect(p)
+			if r.err != nil {
+				return 0, r.err
+			}
+			if n > 0 {
+				return n, nil
+			}
+			continue // the empty chunk of an empty file, which is last: io.EOF
+		}
 		r.next()
 	}
 	n := copy(p, r.cur)
 	r.cur = r.cur[n:]
 	r.pos += int64(n)
 	return n, nil
+}
+
+// DirectReadSize is the smallest p for which Read decodes a chunk in p itself: a whole chunk's
+// stored bytes with the longest integrity check, and the next chunk's header read with them.
+func (r *Reader) DirectReadSize() int { return r.hdr.chunkSize() + tagSize + chunkHeaderSize }
+
+// readDirect decodes the next chunk into p (at least DirectReadSize bytes) and returns its length,
+// or sets eof or err. The read-ahead is not running, so the decoder is the caller's.
+func (r *Reader) readDirect(p []byte) int {
+	d := r.dec.decode(r.slot(0), p)
+	if d.err != nil {
+		r.err = d.err
+		return 0
+	}
+	r.eof = d.last
+	r.pos += int64(len(d.plain))
+	return len(d.plain)
 }
 
 // next makes the next chunk current, or sets eof or err.
@@ -148,7 +178,7 @@ func (r *Reader) next() {
 	r.curSlot = nil
 	var d decoded
 	if r.sync {
-		d = r.dec.decode(r.slot(0))
+		d = r.dec.decode(r.slot(0), nil)
 	} else {
 		if r.ahead == nil {
 			r.ahead = startReadAhead(&r.dec, r.slot(0), r.slot(1))
@@ -308,7 +338,7 @@ func startReadAhead(dec *decoder, a, b *slot) *readAhead {
 			case <-ra.quit:
 				return
 			}
-			d := dec.decode(s)
+			d := dec.decode(s, nil)
 			select {
 			case ra.out <- d:
 			case <-ra.quit:
@@ -354,7 +384,10 @@ func (d *decoder) readHeader(b []byte, index, off int64) error {
 	return nil
 }
 
-func (d *decoder) decode(s *slot) decoded {
+// decode reads, verifies and decodes the next chunk. Its plain bytes land in dst when dst is not
+// nil (it has room for the chunk's stored bytes and the next header: Reader.DirectReadSize), else
+// in s's buffers.
+func (d *decoder) decode(s *slot, dst []byte) decoded {
 	r := d.r
 	var hb [chunkHeaderSize]byte
 	if d.haveNext {
@@ -381,8 +414,14 @@ func (d *decoder) decode(s *slot) decoded {
 	if withNext {
 		n += chunkHeaderSize
 	}
-	s.stored = grow(s.stored, n)
-	buf := s.stored[:n]
+	compressed := ch.flags&flagCompressed != 0
+	var buf []byte
+	if dst != nil && !compressed {
+		buf = dst[:n] // verified and unsealed in place: the payload is the plain bytes
+	} else {
+		s.stored = grow(s.stored, n)
+		buf = s.stored[:n]
+	}
 	if err := readAt(r.src, buf, bodyOff); err != nil {
 		return decoded{err: fmt.Errorf("spill chunk file: reading chunk %d (at byte %d): %w", d.index, d.off, err)}
 	}
@@ -403,9 +442,13 @@ func (d *decoder) decode(s *slot) decoded {
 		}
 	}
 	plain := payload
-	if ch.flags&flagCompressed != 0 {
-		s.plain = grow(s.plain, int(ch.rawLen))
-		plain = s.plain[:ch.rawLen]
+	if compressed {
+		if dst != nil {
+			plain = dst[:ch.rawLen]
+		} else {
+			s.plain = grow(s.plain, int(ch.rawLen))
+			plain = s.plain[:ch.rawLen]
+		}
 		if reason := decompress(r.hdr.codec, payload, plain); reason != "" {
 			return d.fail("%s", reason)
 		}

@@ -41,7 +41,8 @@ func keyName(k *chunkfile.Key) string {
 }
 
 // Every codec, sealed or not, at every size around chunk boundaries, written at once or in small
-// pieces, compressible or not, reads back byte for byte, with read-ahead and without.
+// pieces, compressible or not, reads back byte for byte, with read-ahead, without, and decoded
+// straight into the caller's buffer.
 func TestRoundTrip(t *testing.T) {
 	const chunk = 4096
 	sizes := []int{0, 1, chunk - 1, chunk, chunk + 1, 2 * chunk, 5*chunk + 7}
@@ -57,10 +58,10 @@ func TestRoundTrip(t *testing.T) {
 								data = randomBytes(size, uint64(size))
 							}
 							file := encode(t, data, chunkfile.Options{Codec: c.codec, Key: key, ChunkSize: chunk}, small)
-							for _, sync := range []bool{false, true} {
-								got, err := decode(file, key, chunkfile.ReaderOptions{Synchronous: sync})
+							for way := range 3 {
+								got, err := decodeEachWay(file, key, way)
 								require.NoError(t, err)
-								require.True(t, bytes.Equal(data, got), "read back %d bytes, wrote %d", len(got), len(data))
+								require.True(t, bytes.Equal(data, got), "way %d: read back %d bytes, wrote %d", way, len(got), len(data))
 							}
 							if kind == "text" && size >= chunk && c.codec != chunkfile.None {
 								require.Less(t, len(file), size, "compressible bytes did not shrink")
@@ -172,4 +173,37 @@ func TestBytesAfterLastChunkAreDetected(t *testing.T) {
 	_, err := decode(file, nil, chunkfile.ReaderOptions{})
 	fe := requireChunkError(t, err, 2)
 	require.Contains(t, fe.Reason, "the file goes on 1 bytes past its last chunk")
+}
+
+// A Read with room for a whole chunk decodes it in the caller's buffer: an uncompressed file,
+// sealed or not, is read without any chunk buffer of the Reader's (no copy through one), and
+// reads of both sizes mix in one file.
+func TestDirectReadUsesTheCallersBuffer(t *testing.T) {
+	const chunk = 4096
+	data := randomBytes(6*chunk+100, 9)
+	for _, key := range keyCases(t) {
+		t.Run(keyName(key), func(t *testing.T) {
+			file := encode(t, data, chunkfile.Options{Key: key, ChunkSize: chunk}, false)
+			r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), key, chunkfile.ReaderOptions{})
+			require.NoError(t, err)
+			defer r.Close()
+			require.Equal(t, chunk+16+9, r.DirectReadSize())
+			p := make([]byte, r.DirectReadSize())
+			var got []byte
+			for i := 0; i < 2; i++ { // two whole chunks, straight into p
+				n, err := r.Read(p)
+				require.NoError(t, err)
+				require.Equal(t, chunk, n)
+				got = append(got, p[:n]...)
+			}
+			require.Zero(t, r.Memory(), "a direct read went through a chunk buffer of the Reader")
+			small := make([]byte, 100) // then small reads, through the read-ahead, and big ones again
+			n, err := r.Read(small)
+			require.NoError(t, err)
+			got = append(got, small[:n]...)
+			rest, err := io.ReadAll(r)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(data, append(got, rest...)))
+		})
+	}
 }

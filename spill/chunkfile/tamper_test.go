@@ -70,7 +70,7 @@ func TestEveryFlippedByteIsDetected(t *testing.T) {
 			for i := range file {
 				bad := bytes.Clone(file)
 				bad[i] ^= 1 << (i % 8)
-				got, err := decode(bad, tc.key, chunkfile.ReaderOptions{Synchronous: i%2 == 0})
+				got, err := decodeEachWay(bad, tc.key, i)
 				want := chunkAt(spans, i)
 				if want < 0 {
 					requireChunkError(t, err, -1, 0)
@@ -91,7 +91,7 @@ func TestEveryTruncationIsDetected(t *testing.T) {
 			file := encode(t, data, tc.opts, false)
 			spans := chunkSpans(t, file)
 			for n := 0; n < len(file); n++ {
-				got, err := decode(file[:n], tc.key, chunkfile.ReaderOptions{Synchronous: n%2 == 0})
+				got, err := decodeEachWay(file[:n], tc.key, n)
 				requireChunkError(t, err, chunkAt(spans, n))
 				requirePrefix(t, data, got, chunkfile.MinChunkSize)
 			}

@@ -25,6 +25,7 @@ use datafusion_execution::config::SessionConfig;
 use datafusion_execution::disk_manager::{DiskManager, DiskManagerBuilder, DiskManagerMode};
 use datafusion_execution::memory_pool::FairSpillPool;
 use datafusion_execution::runtime_env::RuntimeEnvBuilder;
+use datafusion_execution::spill_file::{SpillFile, TempFileFactory};
 use datafusion_execution::TaskContext;
 use datafusion_physical_plan::{collect, ExecutionPlan};
 use futures::TryStreamExt;
@@ -108,6 +109,15 @@ impl Setup {
 
     fn plan(&self, mode: Mode) -> Arc<DiskManager> {
         Arc::new(self.disk_manager_builder(mode).build().unwrap())
+    }
+}
+
+/// A factory with no state, which cannot spill: what DataFusion's Custom mode costs by itself.
+struct EmptyFactory;
+
+impl TempFileFactory for EmptyFactory {
+    fn create_temp_file(&self, _: &str) -> datafusion_common::Result<Arc<dyn SpillFile>> {
+        unreachable!("the floor's plans never spill")
     }
 }
 
@@ -253,6 +263,30 @@ fn plans_only(args: &[String]) {
     }
 }
 
+/// `--sorts <mode> <n>`: run the spilling sort n times in one mode and exit (to profile one mode,
+/// e.g. under `perf record`).
+fn sorts_only(args: &[String]) {
+    let (mode, n) = (Mode::parse(&args[0]), args[1].parse::<usize>().unwrap());
+    let spillway = Spillway::from_env().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let setup = Setup::new(&spillway, &roots_in(dir.path(), 4));
+    let input = common::input(SORT_BATCHES, SORT_ROWS, u64::MAX);
+    for _ in 0..n {
+        let start = Instant::now();
+        let spills = runtime.block_on(sort_once(&setup, mode, &input));
+        println!(
+            "{}: {spills} spills, {}",
+            mode.name(),
+            show(start.elapsed())
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -260,6 +294,9 @@ fn main() {
         .collect();
     if args.first().map(String::as_str) == Some("--plans") {
         return plans_only(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("--sorts") {
+        return sorts_only(&args[1..]);
     }
     let quick = std::env::var_os("BENCH_QUICK").is_some();
     let spillway = Spillway::from_env()
@@ -326,6 +363,19 @@ fn main() {
         show(adopted)
     );
     drop(owner);
+    // The least any Custom factory can cost per plan: DataFusion's own build plus one Arc.
+    let floor = median_per_call(rounds, if quick { 10 } else { 20_000 }, || {
+        black_box(Arc::new(
+            DiskManagerBuilder::default()
+                .with_temp_file_factory(Arc::new(EmptyFactory))
+                .build()
+                .unwrap(),
+        ));
+    });
+    println!(
+        "A Custom factory holding nothing (the floor of any factory), never spilling: {}",
+        show(floor)
+    );
 
     let input = common::input(SORT_BATCHES, SORT_ROWS, u64::MAX);
     let bytes: usize = input.iter().map(|b| b.get_array_memory_size()).sum();

@@ -26,19 +26,27 @@ use crate::plan::SpillwayPlan;
 ///     .build_arc()?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+///
+/// The factory is the plan itself, seen as DataFusion's `TempFileFactory`: `new` allocates
+/// nothing, so that a DataFusion plan that never spills pays for one allocation of Spillway's.
+#[derive(Debug)]
+#[repr(transparent)]
 pub struct SpillwayTempFileFactory {
-    plan: Arc<SpillwayPlan>,
+    plan: SpillwayPlan,
 }
 
 impl SpillwayTempFileFactory {
     /// A factory creating the files of `plan`, ready for `DiskManagerBuilder::with_temp_file_factory`.
+    /// It shares `plan`'s allocation and reference count: the plan lives while either does.
     pub fn new(plan: Arc<SpillwayPlan>) -> Arc<SpillwayTempFileFactory> {
-        Arc::new(SpillwayTempFileFactory { plan })
+        // SAFETY: SpillwayTempFileFactory is a repr(transparent) SpillwayPlan, so it has the same
+        // size and alignment, which is what Arc::from_raw asks of a pointer that
+        // Arc::<SpillwayPlan>::into_raw returned; the drop of the last Arc drops the plan.
+        unsafe { Arc::from_raw(Arc::into_raw(plan).cast::<SpillwayTempFileFactory>()) }
     }
 
     /// The plan the files go to.
-    pub fn plan(&self) -> &Arc<SpillwayPlan> {
+    pub fn plan(&self) -> &SpillwayPlan {
         &self.plan
     }
 }
@@ -47,6 +55,8 @@ impl TempFileFactory for SpillwayTempFileFactory {
     /// Spillway names and places the file itself (the plan's dir in one of its roots), so the
     /// description is not used.
     fn create_temp_file(&self, _description: &str) -> Result<Arc<dyn SpillFile>> {
-        Ok(Arc::new(SpillwaySpillFile::create(Arc::clone(&self.plan))?))
+        Ok(Arc::new(SpillwaySpillFile::create(
+            self.plan.plan_for_file()?,
+        )?))
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -9,8 +10,8 @@ use datafusion_common::Result;
 use datafusion_execution::spill_file::{SpillFile, SpillWriter};
 use futures::Stream;
 
-use crate::error::SpillwayError;
-use crate::plan::SpillwayPlan;
+use crate::error::{SpillwayError, Status};
+use crate::plan::LibraryPlan;
 use crate::reader::read_stream;
 use crate::writer::SpillwayWriter;
 
@@ -25,8 +26,10 @@ pub struct SpillwaySpillFile {
 /// The file's handle, released when the file, its writer and its readers are all gone.
 #[derive(Debug)]
 pub(crate) struct FileHandle {
-    pub(crate) plan: Arc<SpillwayPlan>,
+    pub(crate) plan: Arc<LibraryPlan>,
     pub(crate) handle: i64,
+    /// Set once a writer finished the file: only then can it be read.
+    pub(crate) finished: AtomicBool,
 }
 
 impl Drop for FileHandle {
@@ -37,9 +40,13 @@ impl Drop for FileHandle {
 }
 
 impl SpillwaySpillFile {
-    pub(crate) fn create(plan: Arc<SpillwayPlan>) -> std::result::Result<Self, SpillwayError> {
-        let handle = plan.library().file_create(plan.handle_for_file()?)?;
-        let handle = Arc::new(FileHandle { plan, handle });
+    pub(crate) fn create(plan: Arc<LibraryPlan>) -> std::result::Result<Self, SpillwayError> {
+        let handle = plan.library().file_create(plan.handle)?;
+        let handle = Arc::new(FileHandle {
+            plan,
+            handle,
+            finished: AtomicBool::new(false),
+        });
         let path = handle.plan.library().file_path(handle.handle)?;
         Ok(SpillwaySpillFile { handle, path })
     }
@@ -70,8 +77,24 @@ impl SpillFile for SpillwaySpillFile {
         self.sizes().map(|(logical, _)| logical)
     }
 
-    /// The file's bytes as written, in chunks of about 1 MiB; the file must be finished.
+    /// The file's bytes as written, in chunks of about 1 MiB. The file must be finished: its
+    /// chunks are checked (and compressed, sealed) whole, so a file still being written, as
+    /// DataFusion's spilling `RepartitionExec` reads its spill pool's files, fails here.
     fn read_stream(&self) -> Result<Pin<Box<dyn Stream<Item = Result<Bytes>> + Send>>> {
+        if !self.handle.finished.load(Ordering::Acquire) {
+            return Err(SpillwayError::new(
+                Status::InvalidHandle,
+                format!(
+                    "spillway: {} is still being written, and a Spillway spill file can be read \
+                     only once its writer finished (its chunks are checked, compressed and \
+                     sealed whole). DataFusion's spilling RepartitionExec reads its spill files \
+                     while writing them, which SpillwayTempFileFactory does not support: give \
+                     plans whose RepartitionExec may spill DataFusion's own disk manager",
+                    self.path.display()
+                ),
+            )
+            .into());
+        }
         read_stream(Arc::clone(&self.handle))
     }
 

@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use libloading::os::unix::{Library, RTLD_LAZY};
 
@@ -117,40 +117,45 @@ impl std::fmt::Debug for Spillway {
     }
 }
 
-/// The bound library, once found or loaded: every later call returns the same one.
-static BOUND: Mutex<Option<Arc<Spillway>>> = Mutex::new(None);
+/// The bound library, once found or loaded: every later call returns the same one, and it is
+/// never dropped, so plans and files hold it as a `&'static` (no reference count per plan).
+static BOUND: OnceLock<Arc<Spillway>> = OnceLock::new();
+
+/// Held while binding, so that two threads binding at once find or load the library once.
+static BINDING: Mutex<()> = Mutex::new(());
 
 impl Spillway {
     /// The libspillway the process has already loaded (in an executor, the JVM's), or an error
     /// saying none is loaded.
     pub fn loaded() -> Result<Arc<Spillway>, SpillwayError> {
-        let mut bound = BOUND.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = bound.as_ref() {
-            return Ok(Arc::clone(s));
-        }
-        let s = find_loaded()?.ok_or_else(|| {
-            SpillwayError::new(
-                Status::InvalidArgument,
-                "libspillway is not loaded in this process: load it first (in Spark the spillway \
-                 plugin does), or use Spillway::load with its path",
-            )
-        })?;
-        Ok(Arc::clone(bound.insert(Arc::new(s))))
+        bind_once(|| {
+            find_loaded()?.ok_or_else(|| {
+                SpillwayError::new(
+                    Status::InvalidArgument,
+                    "libspillway is not loaded in this process: load it first (in Spark the \
+                     spillway plugin does), or use Spillway::load with its path",
+                )
+            })
+        })
     }
 
     /// The libspillway the process has already loaded if there is one (never a second copy: two
     /// Go runtimes in one process would fight over signals and threads), else the library at
     /// `path`, loaded now.
     pub fn load(path: impl AsRef<Path>) -> Result<Arc<Spillway>, SpillwayError> {
-        let mut bound = BOUND.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = bound.as_ref() {
-            return Ok(Arc::clone(s));
+        bind_once(|| match find_loaded()? {
+            Some(s) => Ok(s),
+            None => open(path.as_ref(), RTLD_LAZY),
+        })
+    }
+
+    /// `library` for the rest of the process: the one bound copy, which is never dropped.
+    pub(crate) fn forever(library: &Arc<Spillway>) -> &'static Spillway {
+        match BOUND.get() {
+            Some(bound) if Arc::ptr_eq(bound, library) => bound,
+            // Every Spillway is made by bind_once, which keeps it in BOUND for good.
+            _ => unreachable!("a Spillway that is not the bound library"),
         }
-        let s = match find_loaded()? {
-            Some(s) => s,
-            None => open(path.as_ref(), RTLD_LAZY)?,
-        };
-        Ok(Arc::clone(bound.insert(Arc::new(s))))
     }
 
     /// [`Spillway::load`] of the path in `$SPILLWAY_LIBRARY` if it is set, else
@@ -364,6 +369,21 @@ impl Spillway {
         // SAFETY: a plain handle; err is writable.
         call(|err| unsafe { (self.fns.reader_close)(reader, err) })
     }
+}
+
+/// The bound library, binding it with `bind` if no library is bound yet.
+fn bind_once(
+    bind: impl FnOnce() -> Result<Spillway, SpillwayError>,
+) -> Result<Arc<Spillway>, SpillwayError> {
+    if let Some(s) = BOUND.get() {
+        return Ok(Arc::clone(s));
+    }
+    let _binding = BINDING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = BOUND.get() {
+        return Ok(Arc::clone(s));
+    }
+    let s = Arc::new(bind()?);
+    Ok(Arc::clone(BOUND.get_or_init(|| s)))
 }
 
 /// The dirs as C strings, and the array of pointers to them the C ABI takes (valid while the

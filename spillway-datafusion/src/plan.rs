@@ -1,6 +1,7 @@
 //! A Spillway plan seen from Rust: one per DataFusion plan.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{SpillwayError, Status};
@@ -17,9 +18,15 @@ pub const UNLIMITED: i64 = i64::MAX;
 /// belongs to someone else (a JVM task that created it and handed its handle over): Rust never
 /// releases it, and once its owner has, calls on it fail with `InvalidHandle` (its files are
 /// already gone).
+///
+/// A plan that never spills costs one allocation (this struct, with its lazy state inline, which
+/// [`SpillwayTempFileFactory::new`](crate::SpillwayTempFileFactory::new) takes over as the
+/// factory), no call into the library and no lock: the library is held as `&'static` (it is
+/// never unloaded), and the plan's state in the library, which its files share, is made with the
+/// first file.
 #[derive(Debug)]
 pub struct SpillwayPlan {
-    library: Arc<Spillway>,
+    library: &'static Spillway,
     kind: Kind,
     state: Mutex<State>,
 }
@@ -40,17 +47,60 @@ enum Kind {
 
 #[derive(Debug)]
 struct State {
-    handle: Option<i64>, // None: a lazy plan with no file yet
+    plan: Option<Arc<LibraryPlan>>, // None: a lazy plan with no file yet
     released: bool,
 }
 
+/// The plan in the library, shared by the [`SpillwayPlan`] and its files: an owned one is released
+/// when the last of them goes (files outlive the plan they came from), or by
+/// [`SpillwayPlan::release`].
+#[derive(Debug)]
+pub(crate) struct LibraryPlan {
+    library: &'static Spillway,
+    pub(crate) handle: i64,
+    owned: bool,
+    released: AtomicBool,
+}
+
+impl LibraryPlan {
+    fn new(library: &'static Spillway, handle: i64, owned: bool) -> Arc<LibraryPlan> {
+        Arc::new(LibraryPlan {
+            library,
+            handle,
+            owned,
+            released: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn library(&self) -> &'static Spillway {
+        self.library
+    }
+
+    /// Releases the plan in the library once, if it is ours.
+    fn release(&self) -> Result<(), SpillwayError> {
+        if !self.owned || self.released.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.library.plan_release(self.handle)
+    }
+}
+
+impl Drop for LibraryPlan {
+    fn drop(&mut self) {
+        // A failure here (a file or dir that could not be removed) has no one to report to;
+        // call SpillwayPlan::release() first to see it.
+        let _ = self.release();
+    }
+}
+
 impl SpillwayPlan {
-    fn new(library: Arc<Spillway>, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
+    fn new(library: &'static Spillway, kind: Kind, handle: Option<i64>) -> Arc<SpillwayPlan> {
+        let owned = !matches!(kind, Kind::Adopted);
         Arc::new(SpillwayPlan {
             library,
             kind,
             state: Mutex::new(State {
-                handle,
+                plan: handle.map(|h| LibraryPlan::new(library, h, owned)),
                 released: false,
             }),
         })
@@ -68,7 +118,11 @@ impl SpillwayPlan {
         max_executor: i64,
     ) -> Result<Arc<SpillwayPlan>, SpillwayError> {
         let handle = library.plan_create(dirs, max, max_executor)?;
-        Ok(SpillwayPlan::new(library, Kind::Owned, Some(handle)))
+        Ok(SpillwayPlan::new(
+            Spillway::forever(&library),
+            Kind::Owned,
+            Some(handle),
+        ))
     }
 
     /// [`SpillwayPlan::create`] in dirs registered once: no string is read per plan.
@@ -80,11 +134,7 @@ impl SpillwayPlan {
         let handle = dirs
             .library
             .plan_create_in(dirs.handle, max, max_executor)?;
-        Ok(SpillwayPlan::new(
-            Arc::clone(&dirs.library),
-            Kind::Owned,
-            Some(handle),
-        ))
+        Ok(SpillwayPlan::new(dirs.library, Kind::Owned, Some(handle)))
     }
 
     /// A plan created in the library only when DataFusion asks for its first spill file: a
@@ -101,17 +151,17 @@ impl SpillwayPlan {
             max,
             max_executor,
         };
-        SpillwayPlan::new(Arc::clone(&dirs.library), kind, None)
+        SpillwayPlan::new(dirs.library, kind, None)
     }
 
     /// The plan `handle` another owner created and will release (a Spark task's `TaskSpill` plan).
     pub fn adopt(library: Arc<Spillway>, handle: i64) -> Arc<SpillwayPlan> {
-        SpillwayPlan::new(library, Kind::Adopted, Some(handle))
+        SpillwayPlan::new(Spillway::forever(&library), Kind::Adopted, Some(handle))
     }
 
     /// The plan's handle in libspillway; None for a lazy plan that has made no file yet.
     pub fn handle(&self) -> Option<i64> {
-        self.state().handle
+        self.state().plan.as_ref().map(|p| p.handle)
     }
 
     /// Whether Rust releases this plan (created here) or its owner does (adopted).
@@ -121,7 +171,7 @@ impl SpillwayPlan {
 
     /// The bytes on disk of the plan's live spill files.
     pub fn used_disk_space(&self) -> Result<u64, SpillwayError> {
-        match self.state().handle {
+        match self.handle() {
             None => Ok(0),
             Some(h) => self
                 .library
@@ -138,14 +188,14 @@ impl SpillwayPlan {
         if !self.is_owned() || std::mem::replace(&mut state.released, true) {
             return Ok(());
         }
-        match state.handle {
-            Some(h) => self.library.plan_release(h),
+        match &state.plan {
+            Some(plan) => plan.release(),
             None => Ok(()),
         }
     }
 
-    /// The handle to create a file in, creating a lazy plan in the library now if it has none.
-    pub(crate) fn handle_for_file(&self) -> Result<i64, SpillwayError> {
+    /// The plan in the library to create a file in, creating a lazy plan there now if it has none.
+    pub(crate) fn plan_for_file(&self) -> Result<Arc<LibraryPlan>, SpillwayError> {
         let mut state = self.state();
         if state.released {
             return Err(SpillwayError::new(
@@ -153,8 +203,8 @@ impl SpillwayPlan {
                 "spillway: the plan was released",
             ));
         }
-        if let Some(h) = state.handle {
-            return Ok(h);
+        if let Some(plan) = &state.plan {
+            return Ok(Arc::clone(plan));
         }
         let Kind::Lazy {
             dirs,
@@ -170,12 +220,11 @@ impl SpillwayPlan {
         let h = self
             .library
             .plan_create_in(dirs.handle, *max, *max_executor)?;
-        state.handle = Some(h);
-        Ok(h)
-    }
-
-    pub(crate) fn library(&self) -> &Spillway {
-        &self.library
+        Ok(Arc::clone(state.plan.insert(LibraryPlan::new(
+            self.library,
+            h,
+            true,
+        ))))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -184,19 +233,11 @@ impl SpillwayPlan {
     }
 }
 
-impl Drop for SpillwayPlan {
-    fn drop(&mut self) {
-        // A failure here (a file or dir that could not be removed) has no one to report to;
-        // call release() first to see it.
-        let _ = self.release();
-    }
-}
-
 /// Local dirs checked once by the library (absolute, valid UTF-8), for
 /// [`SpillwayPlan::create_in`] and [`SpillwayPlan::lazy_in`]. Forgotten when dropped; plans created in them are not affected.
 #[derive(Debug)]
 pub struct SpillwayLocalDirs {
-    library: Arc<Spillway>,
+    library: &'static Spillway,
     handle: i64,
 }
 
@@ -207,7 +248,10 @@ impl SpillwayLocalDirs {
         dirs: &[PathBuf],
     ) -> Result<SpillwayLocalDirs, SpillwayError> {
         let handle = library.local_dirs_register(dirs)?;
-        Ok(SpillwayLocalDirs { library, handle })
+        Ok(SpillwayLocalDirs {
+            library: Spillway::forever(&library),
+            handle,
+        })
     }
 }
 

@@ -10,9 +10,16 @@ use futures::{Stream, StreamExt};
 use crate::error::SpillwayError;
 use crate::file::FileHandle;
 
-/// The size of the chunks the stream yields. DataFusion's own files are read 128 KiB at a time;
-/// larger chunks halve nothing there but here save C calls and blocking-pool hand-offs.
+/// The size of the chunks the stream yields (the last may be shorter; a file framed in chunks
+/// larger than this, which the library is not configured for by default, may give up to 64 bytes
+/// more). DataFusion's own files are read 128 KiB at a time; larger chunks halve nothing there but
+/// here save C calls and blocking-pool hand-offs.
 pub const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// Room past READ_CHUNK_BYTES for a chunk's integrity check and the next chunk's header: with it,
+/// the library reads, verifies and decodes each of the file's chunks (a power of two up to 1 MiB)
+/// straight into the buffer DataFusion gets, with no copy through a buffer of its own.
+const READ_SLACK_BYTES: usize = 64;
 
 /// An open reader of a finished file; closed when dropped (it keeps the file alive until then).
 struct Reader {
@@ -29,13 +36,12 @@ impl Drop for Reader {
 }
 
 impl Reader {
-    /// Up to READ_CHUNK_BYTES of the file, or None at its end.
+    /// The next READ_CHUNK_BYTES of the file (see there), or None at its end.
     fn next_chunk(&mut self) -> std::result::Result<Option<Bytes>, SpillwayError> {
         // Not zeroed: the library writes what it returns, and zeroing 1 MiB per chunk would show.
-        let mut chunk = Vec::with_capacity(READ_CHUNK_BYTES);
+        let mut chunk = Vec::with_capacity(READ_CHUNK_BYTES + READ_SLACK_BYTES);
         while !self.at_end && chunk.len() < READ_CHUNK_BYTES {
-            let want = READ_CHUNK_BYTES - chunk.len();
-            let spare = &mut chunk.spare_capacity_mut()[..want];
+            let spare = chunk.spare_capacity_mut();
             match self.file.plan.library().reader_read(self.handle, spare)? {
                 // SAFETY: the library initialized the first n bytes of the spare capacity.
                 Some(n) => unsafe { chunk.set_len(chunk.len() + n) },

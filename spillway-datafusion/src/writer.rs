@@ -1,6 +1,7 @@
 //! DataFusion's `SpillWriter` over `spillway_file_write`.
 
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use datafusion_common::{DataFusionError, Result};
@@ -9,14 +10,19 @@ use datafusion_execution::spill_file::SpillWriter;
 use crate::error::to_io_error;
 use crate::file::FileHandle;
 
-/// What the writer gathers before one call into the library. Arrow's IPC writer makes many small
-/// writes (a message header, then each buffer); one C call per write would cost more than the
-/// copy, and the library frames and compresses in chunks of this order anyway.
-pub const WRITE_BUFFER_BYTES: usize = 1 << 20;
+/// What the writer gathers of DataFusion's small writes before one call into the library. Arrow's
+/// IPC writer makes many small writes (a message's length and header, padding, small buffers);
+/// one C call for each would cost more than copying them.
+pub const WRITE_BUFFER_BYTES: usize = 64 << 10;
 
-/// Buffers DataFusion's writes and hands them to the library in large pieces. A piece is written
-/// whole or not at all; after a failure the writer takes nothing more (what the file holds is
-/// no longer what DataFusion wrote).
+/// Writes at least this large go to the library as they are, without a copy: a C call costs
+/// about what copying 2 KiB does, and the library copies the bytes once anyway, into the chunk
+/// it frames and checks.
+const WRITE_THROUGH_BYTES: usize = 8 << 10;
+
+/// Gathers DataFusion's small writes and hands large ones (Arrow's column buffers) straight to the
+/// library. A piece is written whole or not at all; after a failure the writer takes nothing
+/// more (what the file holds is no longer what DataFusion wrote).
 pub(crate) struct SpillwayWriter {
     file: Arc<FileHandle>,
     buffer: Vec<u8>,
@@ -68,10 +74,10 @@ impl SpillwayWriter {
 impl io::Write for SpillwayWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.usable().map_err(to_io_error)?;
-        if self.buffer.len() + buf.len() > WRITE_BUFFER_BYTES {
+        if buf.len() >= WRITE_THROUGH_BYTES || self.buffer.len() + buf.len() > WRITE_BUFFER_BYTES {
             self.drain().map_err(to_io_error)?;
         }
-        if buf.len() >= WRITE_BUFFER_BYTES {
+        if buf.len() >= WRITE_THROUGH_BYTES {
             self.write_through(buf).map_err(to_io_error)?;
         } else {
             if self.buffer.capacity() == 0 {
@@ -92,6 +98,7 @@ impl SpillWriter for SpillwayWriter {
     fn finish(&mut self) -> Result<()> {
         self.drain()?;
         self.file.plan.library().file_finish(self.file.handle)?;
+        self.file.finished.store(true, Ordering::Release);
         Ok(())
     }
 }

@@ -118,7 +118,11 @@ async fn reading_an_unfinished_file_fails_at_read_stream() -> Result<()> {
         .read_stream()
         .err()
         .expect("an unfinished file cannot be read");
-    assert!(!err.to_string().is_empty());
+    assert!(
+        err.to_string().contains("still being written")
+            && err.to_string().contains("RepartitionExec"),
+        "{err}"
+    );
     drop(writer);
     drop(file);
     drop(plan);
@@ -248,5 +252,48 @@ async fn a_lazy_plan_exists_in_the_library_from_its_first_file_on() -> Result<()
         .expect("a released plan makes no file");
     assert!(after.to_string().contains("released"), "{after}");
     drop(file);
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_factory_is_the_plan_and_files_outlive_both() -> Result<()> {
+    let roots = Roots::new(1);
+    let dirs = Arc::new(SpillwayLocalDirs::register(spillway(), &roots.paths)?);
+    let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
+    let factory = SpillwayTempFileFactory::new(Arc::clone(&plan));
+    assert_eq!(
+        Arc::strong_count(&plan),
+        2,
+        "the factory shares the plan's count"
+    );
+    assert!(std::ptr::eq(factory.plan(), Arc::as_ptr(&plan)));
+    drop(plan); // the factory alone keeps the plan
+    let file = factory.create_temp_file("after the plan's Arc went")?;
+    let mut writer = file.open_writer()?;
+    writer
+        .write_all(&pattern(100))
+        .map_err(DataFusionError::IoError)?;
+    writer.finish()?;
+    drop(writer);
+    drop(factory); // the file now keeps the plan (its state in the library)
+    assert_eq!(read_all(file.as_ref()).await?.0, pattern(100));
+    drop(file);
+    roots.assert_empty("after the file, the last holder of the plan, was dropped");
+
+    // A factory moved out of its Arc works as well: files hold the plan's state in the library,
+    // which outlives the factory and the plan.
+    let plan = SpillwayPlan::lazy_in(&dirs, 1 << 30, UNLIMITED);
+    let moved = Arc::try_unwrap(SpillwayTempFileFactory::new(plan)).expect("the only Arc");
+    let file = moved.create_temp_file("moved")?;
+    drop(moved);
+    let mut writer = file.open_writer()?;
+    writer
+        .write_all(&pattern(10))
+        .map_err(DataFusionError::IoError)?;
+    writer.finish()?;
+    drop(writer);
+    assert_eq!(read_all(file.as_ref()).await?.0, pattern(10));
+    drop(file);
+    roots.assert_empty("after the moved factory was dropped");
     Ok(())
 }
