@@ -635,3 +635,20 @@ func TestAddGrowthBoundBoundsAdd(t *testing.T) {
 		}
 	}
 }
+
+// A small sort under a large budget holds a small first chunk, not the budget's full chunk; the
+// chunks then double up to the full size, and a spill keeps them full-size.
+func TestSmallSortAllocatesLittle(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<30)
+	require.NoError(t, s.Add(encode([]rec{{key: []byte("k"), val: []byte("v")}})))
+	assert.Equal(t, int64(firstChunk)+entrySize, s.MemoryUsed())
+
+	recs := randomRecords(7, 20000, 16, 200) // about 2.3 MB
+	addAll(t, s, recs, 1<<20)
+	used := s.MemoryUsed()
+	assert.LessOrEqual(t, used, int64(5<<20), "chunks of 64 KiB, 128 KiB ... 1 MiB, not 1 MiB each from the start")
+	assert.Equal(t, maxChunk, s.mem.newChunkSize(), "doubled up to the full chunk")
+	assertSorted(t, append([]rec{{key: []byte("k"), val: []byte("v")}}, recs...), drain(t, s, 1<<20))
+	require.NoError(t, s.Close())
+}

@@ -9,8 +9,9 @@ import (
 )
 
 const (
-	minChunk = 64
-	maxChunk = 1 << 20
+	minChunk   = 64
+	maxChunk   = 1 << 20
+	firstChunk = 64 << 10 // the first chunks are smaller: a sort of a few rows allocates little
 )
 
 // entrySize is the memory one record's index entry takes, counted from the record's Add on: the
@@ -26,8 +27,11 @@ func chunkSizeFor(budget int64) int {
 
 // memTable holds records in memory, encoded as in a batch, back to back in chunks, in insertion
 // order. A record never straddles chunks; one larger than the chunk size gets a chunk of its own.
+// The chunks start at firstChunk and double up to chunkSize (kept across spills), so that the
+// many small sorts of a query (under its joins, say) do not each allocate and clear a full chunk.
 type memTable struct {
 	chunkSize int
+	nextChunk int      // the size of the next chunk, up to chunkSize
 	chunks    [][]byte // only the last chunk is appended to
 	n         int      // records held
 	arena     int64    // capacity of all chunks: the memory they really take
@@ -47,14 +51,17 @@ func (t *memTable) growth(size int) int64 {
 	if last := len(t.chunks) - 1; last >= 0 && cap(t.chunks[last])-len(t.chunks[last]) >= size {
 		return entrySize
 	}
-	return entrySize + int64(max(t.chunkSize, size))
+	return entrySize + int64(max(t.newChunkSize(), size))
 }
+
+func (t *memTable) newChunkSize() int { return min(t.chunkSize, max(t.nextChunk, firstChunk)) }
 
 // add copies one encoded record in.
 func (t *memTable) add(rec []byte) {
 	last := len(t.chunks) - 1
 	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(rec) {
-		c := make([]byte, 0, max(t.chunkSize, len(rec)))
+		c := make([]byte, 0, max(t.newChunkSize(), len(rec)))
+		t.nextChunk = min(t.chunkSize, 2*t.newChunkSize())
 		t.chunks = append(t.chunks, c)
 		t.arena += int64(cap(c))
 		last++
@@ -63,7 +70,7 @@ func (t *memTable) add(rec []byte) {
 	t.n++
 }
 
-func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize} }
+func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk} }
 
 // sortedIndex returns an index of every record in key order, stable. The sort itself need not be
 // stable: the insertion order in each entry breaks ties, so the fast unstable sort gives a stable
