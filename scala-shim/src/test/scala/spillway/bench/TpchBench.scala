@@ -18,7 +18,7 @@ import spillway.tpch.TpchTables
  * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
  * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone. The tables are generated once into `dataDir` (default
  * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
- * for both sorts (the native sort's budget the same), and both must spill (their "spill size"
+ * for both sorts (the native sort holds what Spark grants it, as Spark's does), and both must spill (their "spill size"
  * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
  * warm-up run each way comes first, then `runs` rounds of on, off.
  */
@@ -39,7 +39,7 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       val memoryBytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(memory)
       val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession(local, data,
         "spark.testing.memory" -> memoryBytes.toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
-        "spark.spillway.sort.memoryBudget" -> memory, "spark.sql.shuffle.partitions" -> "8") { spark =>
+        "spark.sql.shuffle.partitions" -> "8") { spark =>
         alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
       }
       val queries = if (!phases.contains("queries")) Seq.empty else withSession(local, data) { spark =>
