@@ -16,13 +16,15 @@ import spillway.tpch.TpchTables
  * the ratios Spark / Spillway (above 1: Spillway faster).
  *
  * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
- * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone. The tables are generated once into `dataDir` (default
+ * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone, or
+ * single queries (`q18,q21`, to profile them). The tables are generated once into `dataDir` (default
  * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
  * for both sorts (the native sort holds what Spark grants it, as Spark's does), and both must spill (their "spill size"
  * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
  * warm-up run each way comes first, then `runs` rounds of on, off.
  */
 object TpchBench extends AdaptiveSparkPlanHelper {
+  private val QueryPhase = """[qQ](\d+)""".r
   private val OrderBy = "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber"
 
   def main(args: Array[String]): Unit = {
@@ -42,8 +44,11 @@ object TpchBench extends AdaptiveSparkPlanHelper {
         "spark.sql.shuffle.partitions" -> "8") { spark =>
         alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
       }
-      val queries = if (!phases.contains("queries")) Seq.empty else withSession(local, data) { spark =>
-        TpchTables.Queries.map { n =>
+      // "queries" runs all 22; "q18,q21" only those (to profile them).
+      val picked = phases.collect { case QueryPhase(n) => n.toInt }
+      val selected = if (phases.contains("queries")) TpchTables.Queries else TpchTables.Queries.filter(picked.contains)
+      val queries = if (selected.isEmpty) Seq.empty else withSession(local, data) { spark =>
+        selected.map { n =>
           val sql = TpchTables.query(n)
           n -> alternate(runs)(enabled => time(spark, sql, enabled, collectRows = true, f"Q$n%02d"))
         }
