@@ -21,7 +21,7 @@ import spillway.tpch.TpchTables
  * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
  * for both sorts (the native sort holds what Spark grants it, as Spark's does), and both must spill (their "spill size"
  * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
- * warm-up run each way comes first, then `runs` rounds of on, off.
+ * warm-up run each way comes first, then `runs` rounds of on, off and off, on in turn.
  */
 object TpchBench extends AdaptiveSparkPlanHelper {
   private val QueryPhase = """[qQ](\d+)""".r
@@ -76,10 +76,13 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     Run(enabled, seconds, sorts.size, spilled)
   }
 
-  /** A warm-up run each way, then `runs` rounds of on, off; the warm-up is not returned. */
+  /**
+   * A warm-up run each way, then `runs` rounds, on first in even rounds and off first in odd ones
+   * (running first in every round was a bias of its own); the warm-up is not returned.
+   */
   private def alternate(runs: Int)(once: Boolean => Run): Seq[Run] = {
     once(true); once(false)
-    (0 until runs).flatMap(_ => Seq(once(true), once(false)))
+    (0 until runs).flatMap(round => if (round % 2 == 0) Seq(once(true), once(false)) else Seq(once(false), once(true)))
   }
 
   private def withSession[T](local: Path, data: Path, confs: (String, String)*)(body: SparkSession => T): T = {
