@@ -635,3 +635,66 @@ func TestAddGrowthBoundBoundsAdd(t *testing.T) {
 		}
 	}
 }
+
+// A small sort under a large budget holds a small first chunk, not the budget's full chunk; the
+// chunks then double up to the full size, and a spill keeps them full-size.
+func TestSmallSortAllocatesLittle(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 1<<30)
+	require.NoError(t, s.Add(encode([]rec{{key: []byte("k"), val: []byte("v")}})))
+	assert.Equal(t, int64(firstChunk)+entrySize, s.MemoryUsed())
+
+	recs := randomRecords(7, 20000, 16, 200) // about 2.3 MB
+	addAll(t, s, recs, 1<<20)
+	used := s.MemoryUsed()
+	assert.LessOrEqual(t, used, int64(5<<20), "chunks of 64 KiB, 128 KiB ... 1 MiB, not 1 MiB each from the start")
+	assert.Equal(t, maxChunk, s.mem.newChunkSize(), "doubled up to the full chunk")
+	assertSorted(t, append([]rec{{key: []byte("k"), val: []byte("v")}}, recs...), drain(t, s, 1<<20))
+	require.NoError(t, s.Close())
+}
+
+// The in-memory sort (a radix sort on prefixes that skip the bytes all keys share) against a
+// stable reference, on key shapes that each take one of its paths: integer-like keys of one
+// length behind a shared head (the prefix decides), the same with duplicates (ties by insertion
+// order), keys that differ only past the prefix or by trailing zero bytes (the prefix's padding),
+// keys that are prefixes of each other, and a shared head longer than the tracked maximum.
+func TestInMemorySortKeyShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	head := bytes.Repeat([]byte{0x01, 0x80}, 20) // 40 shared bytes
+	shapes := []struct {
+		name string
+		key  func() []byte
+	}{
+		{"int keys", func() []byte {
+			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(1<<20))^1<<63)
+		}},
+		{"int keys, many equal", func() []byte {
+			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(50)))
+		}},
+		{"differ past the prefix", func() []byte {
+			return append(bytes.Repeat([]byte{7}, 3+8+r.IntN(3)), byte(r.IntN(3)), byte(r.IntN(256)))
+		}},
+		{"trailing zeros", func() []byte {
+			return append([]byte{9, byte(r.IntN(3))}, make([]byte, r.IntN(12))...)
+		}},
+		{"prefixes of each other", func() []byte {
+			return bytes.Repeat([]byte{byte(r.IntN(2))}, r.IntN(20))
+		}},
+		{"long shared head", func() []byte {
+			return append(append([]byte(nil), head...), randBytes(r, r.IntN(10))...)
+		}},
+	}
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) {
+			m, _ := newManager(t, 1<<30, nil)
+			s := newSorter(t, m, 64<<20)
+			recs := make([]rec, 5000)
+			for i := range recs {
+				recs[i] = rec{key: shape.key(), val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+			}
+			addAll(t, s, recs, 4096)
+			assertSorted(t, recs, drain(t, s, 4096))
+			require.NoError(t, s.Close())
+		})
+	}
+}

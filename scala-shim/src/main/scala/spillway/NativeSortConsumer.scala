@@ -14,9 +14,10 @@ import org.apache.spark.spillway.SparkInternals
  * holds less), and when Spark needs memory back, [[spill]] really writes a run and frees it.
  *
  * What the native side holds never exceeds what Spark granted by more than one batch: before a
- * batch is added its memory is acquired, and if Spark grants less, the sort spills first. The
- * native budget ([[ExternalSort.memoryBudget]]) bounds it too; the sort spills at whichever is
- * reached first.
+ * batch is added its memory is acquired, and if Spark grants less, the sort spills first. So the
+ * sort grows as long as Spark grants memory, as Spark's UnsafeExternalSorter does. The native
+ * budget ([[ExternalSort.memoryBudget]]: the optional cap, else the most Spark could grant) bounds
+ * it too; the sort spills at whichever is reached first.
  *
  * Locking: one lock, the task memory manager's monitor, which Spark already holds when it calls
  * [[spill]] (possibly from another thread of the task, or reentrantly from our own
@@ -152,15 +153,24 @@ object NativeSortConsumer {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(getClass)
 
   /**
-   * Starts a native sort for the Spark task running on this thread: in the task's plan, with the
-   * task's memory budget ([[SpillwayConf.sortMemoryBudget]]); the sort's iterators call this.
+   * Starts a native sort for the Spark task running on this thread, in the task's plan; the sort's
+   * iterators call this. Its budget is the most execution memory the task could be granted, or
+   * the cap [[SpillwayConf.sortMemoryBudget]] if lower: the sort grows with Spark's grant and
+   * spills when Spark refuses more or asks for memory back, like Spark's own sorts.
    */
   def forCurrentTask(): (TaskContext, NativeSortConsumer) = {
     val task = TaskContext.get()
     if (task == null) {
       throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
     }
-    (task, create(task, TaskSpill.plan(), SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)))
+    (task, create(task, TaskSpill.plan(), budget(task)))
+  }
+
+  private def budget(task: TaskContext): Long = {
+    val cap = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)
+    val mode = SparkInternals.taskMemoryManager(task).getTungstenMemoryMode
+    // At least 1 MiB, for a Spark with (almost) no execution memory: it then spills at its grant.
+    math.min(cap, math.max(1L << 20, SparkInternals.maxExecutionMemory(mode)))
   }
 
   /**

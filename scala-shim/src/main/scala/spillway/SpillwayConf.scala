@@ -37,7 +37,8 @@ object SpillwayConf {
 
   private val MaxTempDirectorySize = ByteSetting(MaxTempDirectorySizeKey, "100g", 0, allowUnlimited = true)
   private val MaxExecutorTempDirectorySize = ByteSetting(MaxExecutorTempDirectorySizeKey, Unlimited, 0, allowUnlimited = true)
-  private val SortMemoryBudget = ByteSetting(SortMemoryBudgetKey, "64m", 1, allowUnlimited = false)
+  // Unlimited by default: a sort holds what Spark's memory manager grants it, as Spark's own sorts do.
+  private val SortMemoryBudget = ByteSetting(SortMemoryBudgetKey, Unlimited, 1, allowUnlimited = true)
 
   private val settings = Seq(MaxTempDirectorySize, MaxExecutorTempDirectorySize, SortMemoryBudget)
 
@@ -124,9 +125,10 @@ object SpillwayConf {
       "fixed for that plan. Unlimited by default.")
 
   register(SortMemoryBudget,
-    "Most bytes of records one native sort holds in memory before it writes a sorted run to " +
-      "disk. The sort also takes its memory from the task's Spark execution memory, so it spills " +
-      "earlier when Spark grants less. Read when a sort starts: the session value (SQL/Dataset " +
+    "An optional cap on the bytes of records one native sort holds in memory before it writes " +
+      "a sorted run to disk. The sort takes its memory from the task's Spark execution memory as " +
+      "it grows, and spills when Spark grants no more or asks for memory back; 'unlimited' (the " +
+      "default) sets no cap beyond that. Read when a sort starts: the session value (SQL/Dataset " +
       "actions only) first, then the Spark conf.")
 
   /** The limit for a plan created now in `task`; see [[read]]. */
@@ -136,7 +138,7 @@ object SpillwayConf {
   def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
     read(MaxExecutorTempDirectorySize, task, conf)
 
-  /** The memory budget of a native sort started now in `task`; see [[read]]. */
+  /** The cap on the memory of a native sort started now in `task` (Long.MaxValue: none); see [[read]]. */
   def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long = read(SortMemoryBudget, task, conf)
 
   /**

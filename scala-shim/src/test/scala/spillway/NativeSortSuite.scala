@@ -155,7 +155,7 @@ class NativeSortSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("Spark makes the sort spill, while it takes input and while it is read: the result stays right") {
-    // The default budget (64m) holds all of it: every run is written because Spark asked.
+    // With no cap the sort holds all of it: every run is written because Spark asked.
     val seen = sortAndCheck(1, p => randomRecords(60000, seed = 30 + p, maxKeyLength = 10, valueLength = 40), SparkSpillHooks)
     assertSorted(seen)
     val o = seen.head

@@ -33,18 +33,18 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
       assert(message.endsWith("or unlimited"), message)
       assert(!message.contains("TYPE_MISMATCH"), message)
     }
-    assert(rejected(Budget, "unlimited") == s"Invalid value 'unlimited' for $Budget: this setting cannot be " +
-      "unlimited; expected a positive byte size such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024)")
+    assert(rejected(Budget, "-1m") == s"Invalid value '-1m' for $Budget: must not be negative; expected a positive " +
+      "byte size such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024), or unlimited")
     assert(rejected(Budget, "0").contains("must be positive"))
     // Every bad value at once, not one per attempt.
     val both = intercept[IllegalArgumentException](SpillwayConf.validate(conf(Limit -> "10x", Budget -> "0"))).getMessage
     assert(both.contains(Limit) && both.contains(Budget), both)
   }
 
-  test("good values: Spark's byte strings, unlimited for the limits, 0 (no spill allowed) for the limits") {
+  test("good values: Spark's byte strings, unlimited for the limits and the sort's cap, 0 (no spill allowed) for the limits") {
     assert(SpillwayConf.validate(conf(Limit -> "10g", ExecutorLimit -> "unlimited", Budget -> "64m")).isEmpty)
     assert(SpillwayConf.validate(conf(Limit -> " 8191P ", ExecutorLimit -> "0", Budget -> "1")).isEmpty)
-    assert(SpillwayConf.validate(conf(Limit -> "512mb", ExecutorLimit -> "100")).isEmpty)
+    assert(SpillwayConf.validate(conf(Limit -> "512mb", ExecutorLimit -> "100", Budget -> "unlimited")).isEmpty)
   }
 
   test("the spill file format: Spark's switches and ours, defaults, and every bad value named") {

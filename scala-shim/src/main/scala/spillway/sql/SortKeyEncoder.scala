@@ -16,23 +16,31 @@ import org.apache.spark.unsafe.Platform
  * order-preserving, prefix-free encoding of it, with every byte inverted when descending.
  *
  * @param keys the data type, direction and null ordering of each key, in sort order
+ * @param ordinals where each key is in the rows given to [[encode]]: 0 until keys.size (a row of
+ *     the key values) by default; a sort whose keys are plain columns reads them from the input
+ *     row itself and needs no projection of the keys
  */
-final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key]) extends Serializable {
+final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key], ordinals: Array[Int]) extends Serializable {
+  require(ordinals.length == keys.size, s"${ordinals.length} ordinals for ${keys.size} keys")
+
+  def this(keys: Seq[SortKeyEncoder.Key]) = this(keys, keys.indices.toArray)
+
   import SortKeyEncoder._
 
   private val fields: Array[FieldEncoder] = keys.map(k => fieldEncoder(k.dataType)).toArray
   private val descending: Array[Boolean] = keys.map(!_.ascending).toArray
   private val nullFlags: Array[Byte] = keys.map(k => if (k.nullsFirst) NullFirst else NullLast).toArray
 
-  /** Appends the encoding of `keyRow`'s fields 0 until keys.size (the key values) to `out`. */
+  /** Appends the encoding of `keyRow`'s key fields (at the ordinals) to `out`. */
   def encode(keyRow: InternalRow, out: KeyBuffer): Unit = {
     var i = 0
     while (i < fields.length) {
-      if (keyRow.isNullAt(i)) out.put(nullFlags(i))
+      val ordinal = ordinals(i)
+      if (keyRow.isNullAt(ordinal)) out.put(nullFlags(i))
       else {
         out.put(NotNull)
         val start = out.length
-        fields(i).write(keyRow, i, out)
+        fields(i).write(keyRow, ordinal, out)
         if (descending(i)) out.invert(start)
       }
       i += 1
@@ -275,6 +283,11 @@ final class KeyBuffer(initialCapacity: Int) {
   /** Inverts every byte from `start` on: reverses the order of a prefix-free encoding. */
   def invert(start: Int): Unit = {
     var i = start
+    while (i + 8 <= length) { // 8 bytes at a time: a descending key is often a long
+      val at = Platform.BYTE_ARRAY_OFFSET + i
+      Platform.putLong(bytes, at, ~Platform.getLong(bytes, at))
+      i += 8
+    }
     while (i < length) {
       bytes(i) = (~bytes(i)).toByte
       i += 1

@@ -1,19 +1,19 @@
 package spillway.sql
 
-import java.nio.ByteBuffer
+import java.nio.{ByteBuffer, ByteOrder}
 
 import scala.util.control.NonFatal
 
 import org.apache.spark.{TaskContext, TaskKilledException}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, Expression, SortOrder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, BoundReference, Expression, SortOrder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, OrderedDistribution, Partitioning, UnspecifiedDistribution}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
 
-import spillway.{NativeSortConsumer, SortBatch}
+import spillway.{DirectBuffers, NativeSortConsumer, SortBatch}
 
 /**
  * Spark's `SortExec` run by Spillway's native external sort: the same ordering, distribution and
@@ -45,13 +45,18 @@ case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: S
 
   protected override def doExecute(): RDD[InternalRow] = {
     val keyExpressions: Seq[Expression] = sortOrder.map(o => BindReferences.bindReference(o.child, child.output))
-    val encoder = new SortKeyEncoder(sortOrder.map(SortKeyEncoder.Key(_)))
+    val keys = sortOrder.map(SortKeyEncoder.Key(_))
+    // Keys that are plain columns are read from the input row; others are projected first.
+    val columns = keyExpressions.collect { case b: BoundReference => b.ordinal }
+    val (encoder, projectKeys) =
+      if (columns.size == keyExpressions.size) (new SortKeyEncoder(keys, columns.toArray), false)
+      else (new SortKeyEncoder(keys), true)
     val schema = child.output.map(_.dataType)
     val sortMetrics = SpillwaySortMetrics(metrics("sortTime"), metrics("peakMemory"), metrics("spillSize"), metrics("runsSpilled"),
       metrics("mergePasses"))
     child.execute().mapPartitions { rows =>
-      new SpillwaySortIterator(rows, UnsafeProjection.create(keyExpressions), encoder,
-        () => UnsafeProjection.create(schema.toArray), schema.size, sortMetrics)
+      val keyRow: InternalRow => InternalRow = if (projectKeys) UnsafeProjection.create(keyExpressions) else identity
+      new SpillwaySortIterator(rows, keyRow, encoder, () => UnsafeProjection.create(schema.toArray), schema.size, sortMetrics)
     }
   }
 
@@ -64,14 +69,21 @@ private[sql] final case class SpillwaySortMetrics(sortTime: SQLMetric, peakMemor
 /**
  * The rows of `input` sorted by their encoded keys. Lazy: the input is consumed on the first
  * `hasNext`, sent to the native sort in batches of `u32 keyLength | u32 valueLength | key | value`
- * (little-endian) built in a heap array and copied into one direct buffer per batch. The sorted
- * batches come back the same way; each is copied into a fresh array and the returned `UnsafeRow`
- * (one object, reused, as Spark's own sort does) points into it. The sort is released when the
- * output is exhausted or the task ends, whichever comes first.
+ * (little-endian), each row's key encoded and its `UnsafeRow` bytes copied straight into a direct
+ * buffer that the native side reads in place. The sorted batches come back into two direct
+ * buffers used in turn, and the returned `UnsafeRow` (one object, reused, as Spark's own sort
+ * does) points into them, with no copy.
+ *
+ * The lifetime of a returned row: it stays valid until `next()` is called again, and longer: its
+ * buffer is refilled only after every row of the following batch has been returned. That is what
+ * Spark's own sort promises once it has spilled (its spill readers reuse one buffer), so every
+ * operator that keeps a row copies it. The buffers stay reachable from the task's completion
+ * listener, so their memory is not freed before the task ends, even for a row kept past the end.
+ * The sort is released when the output is exhausted or the task ends, whichever comes first.
  */
 private[sql] final class SpillwaySortIterator(
     input: Iterator[InternalRow],
-    keyProjection: UnsafeProjection,
+    keyRow: InternalRow => InternalRow,
     encoder: SortKeyEncoder,
     unsafeProjection: () => UnsafeProjection,
     numFields: Int,
@@ -86,9 +98,14 @@ private[sql] final class SpillwaySortIterator(
   private var reported = false
   private var sortNanos = 0L
   private var peakMemory = 0L
+  private var inputBytes = 0L // of every batch added: the output needs no larger buffer
 
-  private var out: ByteBuffer = _
-  private var batch: Array[Byte] = _ // the current sorted batch: records in batch[pos, filled)
+  // The two output buffers, used in turn; `current` holds the batch being returned.
+  private val outs = new Array[ByteBuffer](2)
+  private val outAddresses = new Array[Long](2)
+  private var current = 1
+  private var fetched = false // the first batch has been asked for: the sort has ended its input
+  private var address = 0L // of the current batch: records in [address + pos, address + filled)
   private var pos = 0
   private var filled = 0
   private val row = new UnsafeRow(numFields)
@@ -100,9 +117,10 @@ private[sql] final class SpillwaySortIterator(
 
   override def next(): InternalRow = {
     if (!hasNext) throw new NoSuchElementException("the sorted rows are exhausted")
-    val keyLength = getIntLE(batch, pos)
-    val valueLength = getIntLE(batch, pos + 4)
-    row.pointTo(batch, Platform.BYTE_ARRAY_OFFSET + pos + HeaderBytes + keyLength, valueLength)
+    val at = address + pos
+    val keyLength = getIntLE(at)
+    val valueLength = getIntLE(at + 4)
+    row.pointTo(null, at + HeaderBytes + keyLength, valueLength)
     pos += HeaderBytes + keyLength + valueLength
     row
   }
@@ -117,7 +135,8 @@ private[sql] final class SpillwaySortIterator(
     consumer = newConsumer
     batchBytes = SpillwaySortIterator.batchBytes(consumer.sort.memoryBudget)
     // Registered after the consumer's own listener, so it runs first (Spark runs them in reverse):
-    // the metrics of a sort whose output is not read to the end are reported too.
+    // the metrics of a sort whose output is not read to the end are reported too. It also keeps
+    // this iterator, and so the output buffers rows point into, reachable until the task ends.
     task.addTaskCompletionListener[Unit](_ => report())
     try addAll(task)
     catch {
@@ -125,21 +144,21 @@ private[sql] final class SpillwaySortIterator(
         finish()
         throw e
     }
-    out = ByteBuffer.allocateDirect(batchBytes)
   }
 
   private def addAll(task: TaskContext): Unit = {
-    var staging = new Array[Byte](batchBytes)
-    var direct = ByteBuffer.allocateDirect(batchBytes)
+    // The first batches are small and double up to batchBytes: the many small sorts of a query
+    // (under its joins) each allocate little.
+    var batch = ByteBuffer.allocateDirect(math.min(batchBytes, FirstBatchBytes))
+    var base = DirectBuffers.address(batch)
     var used = 0
     var records = 0
     val key = new KeyBuffer(64)
     var toUnsafe: UnsafeProjection = null
 
     def flush(): Unit = if (records > 0) {
-      direct.clear()
-      direct.put(staging, 0, used)
-      timed(consumer.add(direct, used, records))
+      timed(consumer.add(batch, used, records))
+      inputBytes += used
       peakMemory = math.max(peakMemory, consumer.getUsed)
       used = 0
       records = 0
@@ -155,24 +174,26 @@ private[sql] final class SpillwaySortIterator(
           toUnsafe(other)
       }
       key.reset()
-      encoder.encode(keyProjection(inputRow), key)
+      encoder.encode(keyRow(inputRow), key)
       val valueLength = value.getSizeInBytes
       val size = HeaderBytes.toLong + key.length + valueLength
       if (size > Int.MaxValue - 16) {
         throw new IllegalArgumentException(s"a row of $valueLength bytes with a ${key.length}-byte sort key is too large for a sort batch (2 GiB)")
       }
-      if (size > staging.length - used) {
+      if (size > batch.capacity() - used) {
         flush()
-        if (size > staging.length) { // a row larger than a batch: grow the buffers for this sort
-          staging = new Array[Byte](size.toInt)
-          direct = ByteBuffer.allocateDirect(size.toInt)
+        // Grown for a row larger than the batch (for this sort), or doubled up to batchBytes.
+        val grown = math.max(size, math.min(batchBytes.toLong, 2L * batch.capacity())).toInt
+        if (grown > batch.capacity()) {
+          batch = ByteBuffer.allocateDirect(grown)
+          base = DirectBuffers.address(batch)
         }
       }
-      putIntLE(staging, used, key.length)
-      putIntLE(staging, used + 4, valueLength)
-      System.arraycopy(key.bytes, 0, staging, used + HeaderBytes, key.length)
-      Platform.copyMemory(value.getBaseObject, value.getBaseOffset, staging,
-        Platform.BYTE_ARRAY_OFFSET + used + HeaderBytes + key.length, valueLength.toLong)
+      val at = base + used
+      putIntLE(at, key.length)
+      putIntLE(at + 4, valueLength)
+      Platform.copyMemory(key.bytes, Platform.BYTE_ARRAY_OFFSET, null, at + HeaderBytes, key.length.toLong)
+      Platform.copyMemory(value.getBaseObject, value.getBaseOffset, null, at + HeaderBytes + key.length, valueLength.toLong)
       used += size.toInt
       records += 1
     }
@@ -180,20 +201,26 @@ private[sql] final class SpillwaySortIterator(
   }
 
   private def fetch(): Boolean = {
+    current = 1 - current // the other buffer: rows of the batch just returned stay valid
+    if (outs(current) == null) setOut(current, math.min(batchBytes.toLong, math.max(inputBytes, FirstBatchBytes.toLong)).toInt)
     // The first call ends the input and sorts (or starts merging the runs): counted as sort time.
-    var n = if (batch == null) timed(consumer.next(out, out.capacity())) else consumer.next(out, out.capacity())
+    var n = if (!fetched) timed(consumer.next(outs(current), outs(current).capacity())) else consumer.next(outs(current), outs(current).capacity())
+    fetched = true
     while (n < 0) { // the next record alone needs -n bytes
-      out = ByteBuffer.allocateDirect(-n)
-      n = consumer.next(out, out.capacity())
+      setOut(current, -n)
+      n = consumer.next(outs(current), outs(current).capacity())
     }
     peakMemory = math.max(peakMemory, consumer.getUsed)
-    // A fresh array per batch: a row handed out before stays valid while its consumer holds it.
-    batch = new Array[Byte](n)
-    out.get(0, batch, 0, n)
+    address = outAddresses(current)
     pos = 0
     filled = n
     if (n == 0) finish()
     n > 0
+  }
+
+  private def setOut(i: Int, bytes: Int): Unit = {
+    outs(i) = ByteBuffer.allocateDirect(bytes)
+    outAddresses(i) = DirectBuffers.address(outs(i))
   }
 
   private def timed[T](body: => T): T = {
@@ -202,9 +229,9 @@ private[sql] final class SpillwaySortIterator(
     finally sortNanos += System.nanoTime() - t0
   }
 
+  // The output buffers are kept (see the class doc): a row returned last may still be read.
   private def finish(): Unit = {
     finished = true
-    out = null
     filled = 0
     pos = 0
     report()
@@ -232,14 +259,16 @@ private[sql] object SpillwaySortIterator {
   def batchBytes(budget: Long): Int = math.min(1L << 20, math.max(16L << 10, budget / 4)).toInt
 
   private val HeaderBytes = SortBatch.HeaderBytes
+  private val FirstBatchBytes = 64 << 10
 
-  private def putIntLE(a: Array[Byte], at: Int, v: Int): Unit = {
-    a(at) = v.toByte
-    a(at + 1) = (v >>> 8).toByte
-    a(at + 2) = (v >>> 16).toByte
-    a(at + 3) = (v >>> 24).toByte
+  // The batch format is little-endian; Platform reads and writes the machine's order.
+  private val BigEndian = ByteOrder.nativeOrder() == ByteOrder.BIG_ENDIAN
+
+  private def putIntLE(address: Long, v: Int): Unit =
+    Platform.putInt(null, address, if (BigEndian) Integer.reverseBytes(v) else v)
+
+  private def getIntLE(address: Long): Int = {
+    val v = Platform.getInt(null, address)
+    if (BigEndian) Integer.reverseBytes(v) else v
   }
-
-  private def getIntLE(a: Array[Byte], at: Int): Int =
-    (a(at) & 0xff) | (a(at + 1) & 0xff) << 8 | (a(at + 2) & 0xff) << 16 | (a(at + 3) & 0xff) << 24
 }

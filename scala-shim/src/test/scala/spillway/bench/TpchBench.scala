@@ -16,13 +16,15 @@ import spillway.tpch.TpchTables
  * the ratios Spark / Spillway (above 1: Spillway faster).
  *
  * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
- * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone. The tables are generated once into `dataDir` (default
+ * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone, or
+ * single queries (`q18,q21`, to profile them). The tables are generated once into `dataDir` (default
  * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
- * for both sorts (the native sort's budget the same), and both must spill (their "spill size"
+ * for both sorts (the native sort holds what Spark grants it, as Spark's does), and both must spill (their "spill size"
  * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
- * warm-up run each way comes first, then `runs` rounds of on, off.
+ * warm-up run each way comes first, then `runs` rounds of on, off and off, on in turn.
  */
 object TpchBench extends AdaptiveSparkPlanHelper {
+  private val QueryPhase = """[qQ](\d+)""".r
   private val OrderBy = "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber"
 
   def main(args: Array[String]): Unit = {
@@ -39,11 +41,14 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       val memoryBytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(memory)
       val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession(local, data,
         "spark.testing.memory" -> memoryBytes.toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
-        "spark.spillway.sort.memoryBudget" -> memory, "spark.sql.shuffle.partitions" -> "8") { spark =>
+        "spark.sql.shuffle.partitions" -> "8") { spark =>
         alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
       }
-      val queries = if (!phases.contains("queries")) Seq.empty else withSession(local, data) { spark =>
-        TpchTables.Queries.map { n =>
+      // "queries" runs all 22; "q18,q21" only those (to profile them).
+      val picked = phases.collect { case QueryPhase(n) => n.toInt }
+      val selected = if (phases.contains("queries")) TpchTables.Queries else TpchTables.Queries.filter(picked.contains)
+      val queries = if (selected.isEmpty) Seq.empty else withSession(local, data) { spark =>
+        selected.map { n =>
           val sql = TpchTables.query(n)
           n -> alternate(runs)(enabled => time(spark, sql, enabled, collectRows = true, f"Q$n%02d"))
         }
@@ -71,10 +76,13 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     Run(enabled, seconds, sorts.size, spilled)
   }
 
-  /** A warm-up run each way, then `runs` rounds of on, off; the warm-up is not returned. */
+  /**
+   * A warm-up run each way, then `runs` rounds, on first in even rounds and off first in odd ones
+   * (running first in every round was a bias of its own); the warm-up is not returned.
+   */
   private def alternate(runs: Int)(once: Boolean => Run): Seq[Run] = {
     once(true); once(false)
-    (0 until runs).flatMap(_ => Seq(once(true), once(false)))
+    (0 until runs).flatMap(round => if (round % 2 == 0) Seq(once(true), once(false)) else Seq(once(false), once(true)))
   }
 
   private def withSession[T](local: Path, data: Path, confs: (String, String)*)(body: SparkSession => T): T = {

@@ -179,6 +179,29 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
       "SELECT id % 7 AS k, repeat(cast(id AS string), 100000) AS big FROM range(0, 40, 1, 2) ORDER BY k DESC, big"))
   }
 
+  test("the rows point into the sort's output buffers: a row's bytes stay valid past the next row, across batches") {
+    // A 64k budget makes 16 KiB batches: the 4,000 rows of a partition span many of them. Each
+    // row's string is read without a copy (a UTF8String over the buffer) and checked once the
+    // next row has been returned: the lifetime the sort promises (SpillwaySortIterator).
+    withConfs(Enabled -> "true", Budget -> "64k") {
+      val df = spark.sql("SELECT id % 97 AS k, repeat(cast(id AS string), 3) AS s FROM range(0, 12000, 1, 3) ORDER BY k, s")
+      val checked = df.queryExecution.toRdd.mapPartitions { rows =>
+        var previous: org.apache.spark.unsafe.types.UTF8String = null
+        var previousCopy = ""
+        var n = 0L
+        rows.foreach { row =>
+          if (previous != null) assert(previous.toString == previousCopy, s"row ${n - 1} changed under the next row")
+          previous = row.getUTF8String(1)
+          previousCopy = previous.toString
+          n += 1
+        }
+        Iterator(n)
+      }.collect().sum
+      assert(checked == 12000)
+      assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.nonEmpty)
+    }
+  }
+
   test("without adaptive execution too (the pre-columnar rule alone)") {
     val on = compare(Seq("dec18", "tsntz"), "spark.sql.adaptive.enabled" -> "false", Budget -> "64k")(
       spark.sql("SELECT * FROM t ORDER BY dec18 DESC NULLS LAST, tsntz"))

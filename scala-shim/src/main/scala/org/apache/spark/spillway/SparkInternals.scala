@@ -2,7 +2,8 @@ package org.apache.spark.spillway
 
 import com.codahale.metrics.MetricRegistry
 import org.apache.spark.{SparkEnv, TaskContext}
-import org.apache.spark.memory.TaskMemoryManager
+import org.apache.spark.internal.config
+import org.apache.spark.memory.{MemoryMode, TaskMemoryManager, UnifiedMemoryManager}
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -13,6 +14,20 @@ import org.apache.spark.sql.internal.SQLConf
 object SparkInternals {
   /** The native sort takes its memory from the task's memory manager, as Spark's own sorters do. */
   def taskMemoryManager(task: TaskContext): TaskMemoryManager = task.taskMemoryManager()
+
+  /**
+   * The most execution memory of `mode` one task of this executor could ever be granted: the
+   * executor's whole unified region (execution may evict storage), on-heap, or the off-heap size.
+   * A native sort that follows Spark's grant needs no larger budget.
+   */
+  def maxExecutionMemory(mode: MemoryMode): Long = mode match {
+    case MemoryMode.OFF_HEAP => SparkEnv.get.conf.get(config.MEMORY_OFFHEAP_SIZE)
+    case _ =>
+      SparkEnv.get.memoryManager match {
+        case unified: UnifiedMemoryManager => unified.maxHeapMemory
+        case _ => Runtime.getRuntime.maxMemory
+      }
+  }
 
   /** The native sort's spills count in the task's metrics ("Spill (Memory)" in the UI), as Spark's own do. */
   def incMemoryBytesSpilled(task: TaskContext, bytes: Long): Unit = task.taskMetrics().incMemoryBytesSpilled(bytes)

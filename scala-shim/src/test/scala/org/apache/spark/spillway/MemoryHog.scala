@@ -21,6 +21,17 @@ object MemoryHog {
     hog.freeMemory(hog.getUsed)
   }
 
+  /** Takes all but `leave` bytes of the execution memory Spark would grant the task, and keeps it until released. */
+  def holdAllBut(task: TaskContext, leave: Long): MemoryHog = {
+    val hog = new MemoryHog(task.taskMemoryManager())
+    val all = hog.acquireMemory(1L << 40)
+    hog.freeMemory(math.min(leave, all))
+    hog
+  }
+
+  /** Gives back what `hog` holds. */
+  def release(hog: MemoryHog): Unit = hog.freeMemory(hog.getUsed)
+
   /** Execution memory the task holds now, over all its consumers. */
   def taskExecutionMemory(task: TaskContext): Long = task.taskMemoryManager().getMemoryConsumptionForThisTask
 

@@ -1,0 +1,108 @@
+package spillway
+
+import java.nio.{ByteBuffer, ByteOrder}
+
+import scala.util.Random
+
+import org.apache.spark.TaskContext
+import org.apache.spark.spillway.MemoryHog
+import org.scalatest.funsuite.AnyFunSuite
+
+/** What a task saw of a native sort fed `batches` MiB of records. */
+final case class GrantObservation(budget: Long, peakGranted: Long, runs: Long, records: Long, sortedOut: Long, outOfOrder: Long,
+    heldAfter: Long)
+
+/**
+ * A native sort's memory follows Spark's grant: with no cap it grows past the old fixed 64 MiB as
+ * long as Spark grants memory, spills when Spark grants no more, and spills at the cap when one is
+ * set. (That it spills when Spark asks for memory back is NativeSortSuite's.) 512 MiB of execution
+ * memory, one task at a time.
+ */
+class SortGrantSuite extends AnyFunSuite with LocalSpark {
+  import SortGrantSuite._
+
+  override protected def master: String = "local[1]"
+  override protected def sparkConf: Map[String, String] = Map(
+    "spark.testing.memory" -> (512L << 20).toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0")
+
+  private def sortInTask(batches: Int, leaveForSort: Option[Long] = None): GrantObservation =
+    sc.parallelize(Seq(0), 1).map(_ => feed(batches, leaveForSort)).collect().head
+
+  test("no cap: the sort holds all Spark grants, past 64 MiB, and writes no run") {
+    val o = sortInTask(batches = 96)
+    assert(o.budget >= (512L << 20), s"the budget is what Spark could grant: $o")
+    assert(o.runs == 0 && o.peakGranted >= (96L << 20), s"96 MiB held in memory, granted by Spark: $o")
+    assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
+    assert(TaskSpill.activePlans == 0)
+  }
+
+  test("Spark grants no more: the sort spills at what it was granted") {
+    val o = sortInTask(batches = 96, leaveForSort = Some(24L << 20))
+    // One batch (1 MiB and its index) may be held beyond the grant before the sort spills.
+    assert(o.runs >= 4 && o.peakGranted <= (24L << 20), s"spilled at Spark's 24 MiB: $o")
+    assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
+    assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
+  }
+
+  test("a cap below Spark's grant: the sort spills at the cap") {
+    val o = withLocalProperty(SpillwayConf.SortMemoryBudgetKey, "16m")(sortInTask(batches = 48))
+    assert(o.budget == (16L << 20) && o.runs >= 3 && o.peakGranted <= (16L << 20) + (2L << 20), o)
+    assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
+    assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
+  }
+}
+
+object SortGrantSuite {
+  private val BatchBytes = 1 << 20
+  private val KeyBytes = 12
+  private val ValueBytes = 100
+
+  /**
+   * Runs in a task: adds `batches` batches of about 1 MiB of random records through the consumer
+   * (another consumer first takes all but `leaveForSort` of Spark's memory, if given), then reads
+   * the sorted output and checks its order.
+   */
+  def feed(batches: Int, leaveForSort: Option[Long]): GrantObservation = {
+    val task = TaskContext.get()
+    val hog = leaveForSort.map(MemoryHog.holdAllBut(task, _))
+    try {
+      val (_, consumer) = NativeSortConsumer.forCurrentTask()
+      val random = new Random(batches)
+      val batch = ByteBuffer.allocateDirect(BatchBytes).order(ByteOrder.LITTLE_ENDIAN)
+      val key = new Array[Byte](KeyBytes)
+      val value = new Array[Byte](ValueBytes)
+      val perBatch = BatchBytes / (SortBatch.HeaderBytes + KeyBytes + ValueBytes)
+      var peakGranted = 0L
+      for (_ <- 0 until batches) {
+        batch.clear()
+        for (_ <- 0 until perBatch) {
+          random.nextBytes(key)
+          SortBatch.put(batch, key, value)
+        }
+        consumer.add(batch, batch.position(), perBatch)
+        peakGranted = math.max(peakGranted, consumer.getUsed)
+      }
+      val out = ByteBuffer.allocateDirect(BatchBytes).order(ByteOrder.LITTLE_ENDIAN)
+      var sortedOut = 0L
+      var outOfOrder = 0L
+      var previous = Array.emptyByteArray
+      var n = consumer.next(out, out.capacity())
+      while (n > 0) {
+        var at = 0
+        while (at < n) {
+          val k = new Array[Byte](out.getInt(at))
+          out.get(at + SortBatch.HeaderBytes, k)
+          if (java.util.Arrays.compareUnsigned(previous, k) > 0) outOfOrder += 1
+          previous = k
+          sortedOut += 1
+          at += SortBatch.HeaderBytes + k.length + out.getInt(at + 4)
+        }
+        n = consumer.next(out, out.capacity())
+      }
+      val stats = consumer.sort.stats
+      consumer.close()
+      GrantObservation(consumer.sort.memoryBudget, peakGranted, stats.runs, stats.records, sortedOut, outOfOrder,
+        MemoryHog.taskExecutionMemory(task) - hog.fold(0L)(_.getUsed))
+    } finally hog.foreach(MemoryHog.release)
+  }
+}
