@@ -5,7 +5,7 @@ import java.nio.ByteBuffer
 import java.util.concurrent.atomic.AtomicBoolean
 
 import org.apache.spark.{SparkEnv, TaskContext}
-import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
+import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
 import org.apache.spark.spillway.SparkInternals
 
 /**
@@ -16,7 +16,7 @@ import org.apache.spark.spillway.SparkInternals
  * What the native side holds never exceeds what Spark granted by more than one batch: before a
  * batch is added its memory is acquired, and if Spark grants less, the sort spills first. So the
  * sort grows as long as Spark grants memory, as Spark's UnsafeExternalSorter does. The native
- * budget ([[ExternalSort.memoryBudget]]: the optional cap, else the most Spark could grant) bounds
+ * budget ([[ExternalSort.memoryBudget]]: the cap, else the most Spark could grant) bounds
  * it too; the sort spills at whichever is reached first.
  *
  * Locking: one lock, the task memory manager's monitor, which Spark already holds when it calls
@@ -155,8 +155,9 @@ object NativeSortConsumer {
   /**
    * Starts a native sort for the Spark task running on this thread, in the task's plan; the sort's
    * iterators call this. Its budget is the most execution memory the task could be granted, or
-   * the cap [[SpillwayConf.sortMemoryBudget]] if lower: the sort grows with Spark's grant and
-   * spills when Spark refuses more or asks for memory back, like Spark's own sorts.
+   * the cap [[SpillwayConf.sortMemoryBudget]] if lower (by default one only in on-heap mode): the
+   * sort grows with Spark's grant and spills when Spark refuses more or asks for memory back, like
+   * Spark's own sorts.
    */
   def forCurrentTask(): (TaskContext, NativeSortConsumer) = {
     val task = TaskContext.get()
@@ -167,8 +168,8 @@ object NativeSortConsumer {
   }
 
   private def budget(task: TaskContext): Long = {
-    val cap = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)
     val mode = SparkInternals.taskMemoryManager(task).getTungstenMemoryMode
+    val cap = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf, offHeap = mode == MemoryMode.OFF_HEAP)
     // At least 1 MiB, for a Spark with (almost) no execution memory: it then spills at its grant.
     math.min(cap, math.max(1L << 20, SparkInternals.maxExecutionMemory(mode)))
   }

@@ -13,9 +13,9 @@ final case class GrantObservation(budget: Long, peakGranted: Long, runs: Long, r
     heldAfter: Long)
 
 /**
- * A native sort's memory follows Spark's grant: with no cap it grows past the old fixed 64 MiB as
+ * A native sort's memory follows Spark's grant: with no cap (`unlimited`) it grows past 64 MiB as
  * long as Spark grants memory, spills when Spark grants no more, and spills at the cap when one is
- * set. (That it spills when Spark asks for memory back is NativeSortSuite's.) 512 MiB of execution
+ * set or, unset in on-heap mode, at 64 MiB. (That it spills when Spark asks for memory back is NativeSortSuite's.) 512 MiB of execution
  * memory, one task at a time.
  */
 class SortGrantSuite extends AnyFunSuite with LocalSpark {
@@ -28,8 +28,8 @@ class SortGrantSuite extends AnyFunSuite with LocalSpark {
   private def sortInTask(batches: Int, leaveForSort: Option[Long] = None): GrantObservation =
     sc.parallelize(Seq(0), 1).map(_ => feed(batches, leaveForSort)).collect().head
 
-  test("no cap: the sort holds all Spark grants, past 64 MiB, and writes no run") {
-    val o = sortInTask(batches = 96)
+  test("unlimited: the sort holds all Spark grants, past 64 MiB, and writes no run") {
+    val o = withLocalProperty(SpillwayConf.SortMemoryBudgetKey, SpillwayConf.Unlimited)(sortInTask(batches = 96))
     assert(o.budget >= (512L << 20), s"the budget is what Spark could grant: $o")
     assert(o.runs == 0 && o.peakGranted >= (96L << 20), s"96 MiB held in memory, granted by Spark: $o")
     assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
@@ -44,11 +44,37 @@ class SortGrantSuite extends AnyFunSuite with LocalSpark {
     assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
   }
 
+  test("unset in Spark's on-heap mode: the sort stops at 64 MiB (its bytes are native, on top of the heap)") {
+    val o = sortInTask(batches = 96)
+    assert(o.budget == SpillwayConf.OnHeapSortMemoryBudget, o)
+    assert(o.runs >= 1 && o.peakGranted <= SpillwayConf.OnHeapSortMemoryBudget + (2L << 20), s"spilled at 64 MiB: $o")
+    assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
+    assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
+  }
+
   test("a cap below Spark's grant: the sort spills at the cap") {
     val o = withLocalProperty(SpillwayConf.SortMemoryBudgetKey, "16m")(sortInTask(batches = 48))
     assert(o.budget == (16L << 20) && o.runs >= 3 && o.peakGranted <= (16L << 20) + (2L << 20), o)
     assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
     assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
+  }
+}
+
+/**
+ * In Spark's off-heap mode the grant is native memory the operator sized
+ * (`spark.memory.offHeap.size`): unset, the sort follows it with no cap.
+ */
+class SortGrantOffHeapSuite extends AnyFunSuite with LocalSpark {
+  override protected def master: String = "local[1]"
+  override protected def sparkConf: Map[String, String] = Map(
+    "spark.memory.offHeap.enabled" -> "true", "spark.memory.offHeap.size" -> "512m")
+
+  test("unset in off-heap mode: the sort holds all Spark grants, past 64 MiB, and writes no run") {
+    val o = sc.parallelize(Seq(0), 1).map(_ => SortGrantSuite.feed(96, None)).collect().head
+    assert(o.budget == (512L << 20), s"the budget is the off-heap size: $o")
+    assert(o.runs == 0 && o.peakGranted >= (96L << 20), s"96 MiB held in memory, granted by Spark: $o")
+    assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
+    assert(TaskSpill.activePlans == 0)
   }
 }
 
