@@ -193,7 +193,8 @@ int32_t spillway_reader_open(int64_t file, int64_t *reader_out, spillway_error *
  * naming the file and the chunk, and so does every later read. At the start of a chunk, a buf with
  * room for a whole stored chunk (the chunk size + 25 bytes: 262,169 for the default 256 KiB) gets
  * that chunk read, verified and decoded in buf itself, with no copy through the library's
- * buffers; buf past the bytes returned may then be overwritten (it is scratch space).
+ * buffers; buf past the bytes returned may then be overwritten (it is scratch space), and after
+ * a failed read all of buf is unspecified (it may hold the bytes that failed the check).
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL buf with cap > 0, cap < 0, NULL n_out), IO. */
 int32_t spillway_reader_read(int64_t reader, uint8_t *buf, int64_t cap, int64_t *n_out, spillway_error *err);
 

@@ -51,7 +51,9 @@
 // less a reserve for the final merge's readers (the runs' costs, up to 1/64 of the budget), so
 // that the records still in memory at the end can usually stay there for the merge.
 //
-// A merge opens only as many runs as their costs fit in the budget. When the runs do not fit
+// A merge opens only as many runs as their costs fit in the budget, and never more than 64 MiB
+// of them (maxMergeReaders) however large the budget: a budget that follows a large grant would
+// otherwise open thousands of runs, and their descriptors, at once. When the runs do not fit
 // beside the records still in memory, those records are spilled as one more run first; when the
 // runs are still too many, intermediate passes merge contiguous groups of the oldest runs, each
 // group into a new run that takes its place in age order (so equal keys keep their order), with

@@ -169,6 +169,31 @@ func TestFewRunsMergeInOnePass(t *testing.T) {
 	assert.Zero(t, m.Used())
 }
 
+// A budget of gigabytes (a sort that follows a large grant of Spark's) still opens no more than
+// maxMergeReaders of runs in one merge: 700 runs of about 128 KiB of readers each are merged in
+// intermediate passes instead of opened at once.
+func TestALargeBudgetBoundsTheRunsOneMergeOpens(t *testing.T) {
+	m, root := newManager(t, 1<<30, nil)
+	s, err := New(m, 4<<30)
+	require.NoError(t, err)
+	p := newPeakMeter(s)
+	recs := manyRuns(23, 2800, 8)
+	addSpilling(t, s, p, recs, 4)
+	st := s.Stats()
+	require.Equal(t, int64(700), st.Runs)
+	require.Greater(t, st.Runs*s.readCost, int64(maxMergeReaders), "the runs' readers together exceed the cap")
+
+	assertSorted(t, recs, drainSampling(t, s, p, 8192))
+	st = s.Stats()
+	t.Logf("%+v peak %d", st, p.peak)
+	assert.Greater(t, st.MergePasses, int64(1), "intermediate passes, not one merge of every run")
+	assert.Positive(t, st.IntermediateRuns)
+	assert.LessOrEqual(t, p.peak, int64(maxMergeReaders), "no merge held more than the cap")
+	require.NoError(t, s.Close())
+	assert.Empty(t, runFiles(t, root))
+	assert.Zero(t, m.Used())
+}
+
 // When a disk fills up in the middle of an intermediate pass, the run being written is dropped
 // and the group merged again from the start into a file on the other disk: the pass's inputs are
 // kept until its output is whole, and every record comes out once, in order.

@@ -25,7 +25,16 @@ const (
 	// reserveShare bounds the memory Add keeps free for the final merge's read buffers: at most
 	// 1/reserveShare of the budget, so that the runs stay nearly a budget's worth each.
 	reserveShare = 64
+	// maxMergeReaders bounds what the runs' readers of one merge may hold, whatever the budget:
+	// about 500 runs of 128 KiB. A budget that follows a large grant of Spark (gigabytes) would
+	// otherwise let one merge open thousands of runs at once, holding read buffers and file
+	// descriptors no one granted; past it, intermediate passes merge the runs into fewer.
+	maxMergeReaders = 64 << 20
 )
+
+// mergeBudget is what the readers (and an intermediate pass's writer) of one merge may hold:
+// the budget, up to maxMergeReaders.
+func (s *Sorter) mergeBudget() int64 { return min(s.budget, maxMergeReaders) }
 
 // runChunkSize is the chunk size of the runs of a sort with budget.
 func runChunkSize(budget int64) int {
@@ -288,10 +297,11 @@ type source struct {
 func (s *Sorter) mergeReserve() int64 { return min(s.runsCost, s.budget/reserveShare) }
 
 // finalFits reports whether the final merge may open every run next to tailMem bytes of
-// records in memory: when their costs fit in the budget left, or, with no records in memory,
+// records in memory: when their costs fit in the budget left and in the merge budget, or, with
+// no records in memory,
 // when there are two runs or fewer (a merge never opens fewer).
 func (s *Sorter) finalFits(tailMem int64) bool {
-	return s.runsCost <= s.budget-tailMem || tailMem == 0 && len(s.runs) <= 2
+	return s.runsCost <= min(s.budget-tailMem, s.mergeBudget()) || tailMem == 0 && len(s.runs) <= 2
 }
 
 // startMerge ends the input. When the runs' read buffers do not fit in the memory the in-memory
@@ -348,15 +358,16 @@ func (s *Sorter) mergePasses() error {
 	return nil
 }
 
-// groupSize is how many runs from s.runs[i] on to merge into one: as many as fit in the budget
-// beside the new run's writer, at least two, and no more than the final merge needs merged.
+// groupSize is how many runs from s.runs[i] on to merge into one: as many as fit in the merge
+// budget beside the new run's writer, at least two, and no more than the final merge needs merged.
 func (s *Sorter) groupSize(i int) int {
-	excess := s.runsCost - s.budget // what merging must save: a group's cost becomes its largest
+	budget := s.mergeBudget()
+	excess := s.runsCost - budget // what merging must save: a group's cost becomes its largest
 	var sum, largest int64
 	g := 0
 	for _, r := range s.runs[i:] {
 		c := r.cost()
-		if g >= 2 && (sum+c+s.writeCost > s.budget || sum-largest >= excess) {
+		if g >= 2 && (sum+c+s.writeCost > budget || sum-largest >= excess) {
 			break
 		}
 		sum, largest, g = sum+c, max(largest, c), g+1

@@ -184,7 +184,9 @@ pub extern "system" fn Java_spillway_DataFusionTaskSort_next<'local>(
             *done = true;
             return Ok(JLongArray::default());
         };
-        let keys = batch?
+        // A failed stream is not polled again either: the error is the sort's last word.
+        let batch = batch.inspect_err(|_| *done = true)?;
+        let keys = batch
             .column(0)
             .as_any()
             .downcast_ref::<Int64Array>()

@@ -190,7 +190,8 @@ public final class NativeSpill {
    * offset + length <= buf.limit()} and a writable buffer, direct or heap. A heap buffer is filled
    * through a bounded copy of at most 1 MiB per call. Every byte returned comes from a chunk whose
    * GCM tag or CRC-32C verified. A region with room for a whole stored chunk (chunk size + 25
-   * bytes) gets the chunk decoded in place, and may be overwritten past the bytes returned.
+   * bytes) gets the chunk decoded in place, and may be overwritten past the bytes returned (all of
+   * it after a failed read).
    *
    * @return the bytes read (at least 1 when {@code length > 0}, up to the end of the current
    *     chunk), 0 when {@code length} is 0, or -1 at the end of the file
