@@ -76,6 +76,13 @@ fn sorts() -> MutexGuard<'static, HashMap<i64, Arc<Mutex<TaskSort>>>> {
     SORTS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A sort's lock; poisoned when a call panicked in it, and then the sort is unusable.
+fn lock(task_sort: &Mutex<TaskSort>, sort: jlong) -> Result<MutexGuard<'_, TaskSort>, Failure> {
+    task_sort
+        .lock()
+        .map_err(|_| Failure::IllegalState(format!("sort {sort} panicked in an earlier call")))
+}
+
 fn find(sort: jlong) -> Result<Arc<Mutex<TaskSort>>, Failure> {
     sorts()
         .get(&sort)
@@ -166,9 +173,7 @@ pub extern "system" fn Java_spillway_DataFusionTaskSort_next<'local>(
 ) -> JLongArray<'local> {
     env.with_env(|env| -> Result<JLongArray<'local>, Failure> {
         let task_sort = find(sort)?;
-        let mut task_sort = task_sort.lock().map_err(|_| {
-            Failure::IllegalState(format!("sort {sort} panicked in an earlier call"))
-        })?;
+        let mut task_sort = lock(&task_sort, sort)?;
         let TaskSort {
             stream,
             runtime,
@@ -209,9 +214,7 @@ pub extern "system" fn Java_spillway_DataFusionTaskSort_spillCount<'local>(
 ) -> jlong {
     env.with_env(|_| -> Result<jlong, Failure> {
         let task_sort = find(sort)?;
-        let task_sort = task_sort.lock().map_err(|_| {
-            Failure::IllegalState(format!("sort {sort} panicked in an earlier call"))
-        })?;
+        let task_sort = lock(&task_sort, sort)?;
         let spills = task_sort
             .sort
             .metrics()

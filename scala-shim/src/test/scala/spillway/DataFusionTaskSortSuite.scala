@@ -2,7 +2,6 @@ package spillway
 
 import java.util.Arrays
 
-import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
 import scala.util.Random
 
@@ -105,22 +104,13 @@ class DataFusionTaskSortSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("a cancelled task leaves nothing behind") {
-    val roots = this.roots
-    val group = "spillway-datafusion-cancel"
-    val job = Future {
-      sc.setJobGroup(group, "cancelled by the test", interruptOnCancel = true)
+    cancelOnceSpilled("spillway-datafusion-cancel") {
       sc.parallelize(Seq(3), 1).foreach { seed =>
         val sort = openInTask(randomKeys(seed))
         DataFusionTaskSort.next(sort)
-        // Wait to be cancelled (interrupted) mid-sort; the bound only keeps a broken test from hanging.
-        val deadline = System.nanoTime() + 2.minutes.toNanos
-        while (System.nanoTime() < deadline) Thread.sleep(20)
+        LocalSpark.awaitCancellation() // mid-sort
       }
-    }(ExecutionContext.global)
-    // The bounds only keep a broken test from hanging.
-    eventually(timeout(2.minutes), interval(20.millis))(assert(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill"))
-    sc.cancelJobGroup(group)
-    intercept[SparkException](Await.result(job, 2.minutes))
+    }
     // The job fails on the driver before the cancelled task has run its completion listeners.
     eventually(timeout(2.minutes), interval(20.millis)) {
       assert(TaskSpill.activePlans == 0 && DataFusionTaskSort.openSorts() == 0, "the cancelled task to end its sort and plan")

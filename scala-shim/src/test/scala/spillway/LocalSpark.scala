@@ -2,9 +2,13 @@ package spillway
 
 import java.nio.file.{Files, Path}
 
-import org.apache.spark.{SparkContext, SparkEnv}
+import scala.concurrent.{Await, ExecutionContext, Future}
+import scala.concurrent.duration._
+
+import org.apache.spark.{SparkContext, SparkEnv, SparkException}
 import org.apache.spark.sql.SparkSession
 import org.scalatest.{BeforeAndAfterAll, Suite}
+import org.scalatest.concurrent.Eventually._
 
 /**
  * One Spark session in local mode per suite, over fresh local dirs under a temp dir that is
@@ -58,4 +62,30 @@ trait LocalSpark extends BeforeAndAfterAll { self: Suite =>
 
   protected def withLocalProperty[T](key: String, value: String)(body: => T): T =
     withLocalProperties(key -> value)(body)
+
+  /**
+   * Runs `job`, a one-task job whose task spills and then waits to be interrupted
+   * ([[LocalSpark.awaitCancellation]]), in job group `group`; cancels the group once the task's
+   * plan dir is under the roots, and returns when the job has failed. The job fails on the driver
+   * before the cancelled task has run its completion listeners: callers wait for those. The bounds
+   * only keep a broken test from hanging.
+   */
+  protected def cancelOnceSpilled(group: String)(job: => Unit): Unit = {
+    val roots = this.roots
+    val running = Future {
+      sc.setJobGroup(group, "cancelled by the test", interruptOnCancel = true)
+      job
+    }(ExecutionContext.global)
+    eventually(timeout(2.minutes), interval(20.millis))(assert(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill"))
+    sc.cancelJobGroup(group)
+    intercept[SparkException](Await.result(running, 2.minutes))
+  }
+}
+
+object LocalSpark {
+  /** In a task: waits to be cancelled (interrupted); the bound only keeps a broken test from hanging. */
+  def awaitCancellation(): Unit = {
+    val deadline = System.nanoTime() + 2.minutes.toNanos
+    while (System.nanoTime() < deadline) Thread.sleep(20)
+  }
 }

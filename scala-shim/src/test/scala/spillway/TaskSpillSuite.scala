@@ -2,7 +2,6 @@ package spillway
 
 import java.nio.ByteBuffer
 
-import scala.concurrent.{Await, ExecutionContext, Future}
 import scala.concurrent.duration._
 import scala.util.Using
 
@@ -167,22 +166,13 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("(d) a cancelled task leaves nothing behind") {
-    val roots = this.roots
-    val group = "spillway-cancel"
-    val job = Future {
-      sc.setJobGroup(group, "cancelled by the test", interruptOnCancel = true)
+    cancelOnceSpilled("spillway-cancel") {
       sc.parallelize(Seq(1), 1).foreach { _ =>
         val file = TaskSpill.plan().createTmpFile()
         file.write(ByteBuffer.allocate(1000), 0, 1000)
-        // Wait to be cancelled (interrupted); the bound only keeps a broken test from hanging.
-        val deadline = System.nanoTime() + 2.minutes.toNanos
-        while (System.nanoTime() < deadline) Thread.sleep(20)
+        LocalSpark.awaitCancellation()
       }
-    }(ExecutionContext.global)
-    // The bounds only keep a broken test from hanging.
-    eventually(timeout(2.minutes), interval(20.millis))(assert(TestFiles.spillDirsUnder(roots).size == 1, "the task to spill"))
-    sc.cancelJobGroup(group)
-    intercept[SparkException](Await.result(job, 2.minutes))
+    }
     // The job fails on the driver before the cancelled task has run its completion listeners.
     eventually(timeout(2.minutes), interval(20.millis))(assert(TaskSpill.activePlans == 0, "the cancelled task to release its plan"))
     assertNothingLeft()
