@@ -2,6 +2,8 @@ package spillway.bench
 
 import java.nio.file.{Files, Path, Paths}
 
+import org.apache.spark.scheduler.{SparkListener, SparkListenerStageCompleted}
+import org.apache.spark.spillway.ListenerBusProbe
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
@@ -57,11 +59,32 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     } finally TestFiles.deleteRecursively(local)
   }
 
-  /** One run: wall time, the number of sorts (Spark's or Spillway's), and whether any of them spilled. */
-  private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean)
+  /**
+   * One run: wall time, the number of sorts (Spark's or Spillway's), whether any of them spilled,
+   * and its last stage (for the ORDER BY, the one that sorts): wall and task CPU seconds.
+   */
+  private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean, lastStage: StageTime)
+
+  /** A stage's wall time (submission to completion) and its tasks' CPU time (JNI calls included). */
+  private final case class StageTime(seconds: Double, cpuSeconds: Double)
+
+  /** The stages completed since the last `take`, in completion order. */
+  private final class StageTimes extends SparkListener {
+    private val done = scala.collection.mutable.ArrayBuffer.empty[StageTime]
+    override def onStageCompleted(e: SparkListenerStageCompleted): Unit = synchronized {
+      val info = e.stageInfo
+      for (start <- info.submissionTime; end <- info.completionTime) {
+        done += StageTime((end - start) / 1e3, info.taskMetrics.executorCpuTime / 1e9)
+      }
+    }
+    def take(): Seq[StageTime] = synchronized { val all = done.toList; done.clear(); all }
+  }
 
   private def time(spark: SparkSession, sql: String, enabled: Boolean, collectRows: Boolean, label: String): Run = {
     spark.conf.set(SpillwaySortRule.EnabledKey, enabled.toString)
+    val stages = stageTimes(spark)
+    ListenerBusProbe.drain(spark.sparkContext)
+    stages.take()
     val t0 = System.nanoTime()
     val df = spark.sql(sql)
     if (collectRows) df.collect() else df.queryExecution.toRdd.foreach(_ => ()) // every row, none kept
@@ -72,9 +95,17 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       throw new IllegalStateException(s"unexpected sorts with the extension ${if (enabled) "on" else "off"}:\n$plan")
     }
     val spilled = sorts.exists(_.metrics("spillSize").value > 0)
-    println(f"  $label%-8s ${if (enabled) "Spillway" else "Spark"}%-8s $seconds%7.2f s${if (spilled) ", spilled" else ""}") // progress
-    Run(enabled, seconds, sorts.size, spilled)
+    ListenerBusProbe.drain(spark.sparkContext)
+    val last = stages.take().lastOption.getOrElse(StageTime(0, 0))
+    println(f"  $label%-8s ${if (enabled) "Spillway" else "Spark"}%-8s $seconds%7.2f s${if (spilled) ", spilled" else ""}" +
+      f" (last stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f CPU-s)") // progress
+    Run(enabled, seconds, sorts.size, spilled, last)
   }
+
+  private val listeners = scala.collection.mutable.Map.empty[SparkSession, StageTimes]
+
+  private def stageTimes(spark: SparkSession): StageTimes =
+    listeners.getOrElseUpdate(spark, { val l = new StageTimes; spark.sparkContext.addSparkListener(l); l })
 
   /**
    * A warm-up run each way, then `runs` rounds, on first in even rounds and off first in odd ones
@@ -139,6 +170,14 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     println(f"  Spark's sort     median ${median(spark)}%7.2f s   runs ${fmt(spark)}")
     println(f"  Spillway's sort  median ${median(native)}%7.2f s   runs ${fmt(native)}")
     println(f"  ratio Spark / Spillway: ${median(spark) / median(native)}%.2f")
+    // The sort runs in the last stage (shuffle read, sort, output); sampling the ranges and the
+    // shuffle write before it are Spark's, the same both ways.
+    def last(enabled: Boolean, f: StageTime => Double): Double = median(orderBy.filter(_.enabled == enabled).map(r => f(r.lastStage)))
+    val (sparkSort, nativeSort) = (last(enabled = false, _.seconds), last(enabled = true, _.seconds))
+    println(f"  the sorting stage: Spark's sort ${sparkSort}%.2f s (${last(enabled = false, _.cpuSeconds)}%.2f CPU-s), Spillway's " +
+      f"${nativeSort}%.2f s (${last(enabled = true, _.cpuSeconds)}%.2f CPU-s): ratio ${sparkSort / nativeSort}%.2f")
+    println(f"  the stages before it: ${median(spark) - sparkSort}%.2f s with Spark's sort; a sorting stage taking no time at all " +
+      f"would make the query at most ${median(spark) / (median(spark) - sparkSort)}%.2fx faster")
   }
 
   private def reportQueries(queries: Seq[(Int, Seq[Run])]): Unit = {
