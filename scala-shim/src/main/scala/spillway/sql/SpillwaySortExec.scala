@@ -78,12 +78,13 @@ private[sql] final case class SpillwaySortMetrics(sortTime: SQLMetric, peakMemor
  * The lifetime of a returned row: it stays valid until `next()` is called again, and longer: its
  * buffer is refilled only after every row of the following batch has been returned. That is what
  * Spark's own sort promises once it has spilled (its spill readers reuse one buffer), so every
- * operator that keeps a row copies it. When `hasNext` finds the output exhausted, the row object
- * (the one every `next()` returned) is pointed at an on-heap copy of the last row, as Spark's
- * own sort copies its last row, so a caller holding it may still read it; the output buffers,
- * which nothing can read any more, then go back to [[DirectBufferPool]] for the next sort, as the
- * input batch does once every batch was added. Values read out of a row without a copy (a
- * `UTF8String` over the buffer) end with the buffer: at the latest when `hasNext` is false.
+ * operator that keeps a row copies it. The last row is returned as an on-heap copy, as Spark's
+ * own sort returns its last row: the `next()` that returns a batch's last row fetches the next
+ * batch, and when there is none, points the row object (the one every `next()` returns) at a
+ * copy, so the row and the values read from it without a copy (a `UTF8String`) stay valid for
+ * good; the output buffers, which nothing can read any more, go back to [[DirectBufferPool]]
+ * for the next sort before that row is returned, as the input batch does once every batch was
+ * added.
  * A sort whose output is not read to the end keeps its buffers until the task ends (the task's
  * completion listener holds this iterator), so their memory is not freed under a row, and they
  * are then left to the garbage collector, never pooled. The sort is released when the output is
@@ -134,6 +135,9 @@ private[sql] final class SpillwaySortIterator(
     row.pointTo(null, at + HeaderBytes + keyLength, valueLength)
     returned = true
     pos += HeaderBytes + keyLength + valueLength
+    // The last row of its batch: fetch the next batch now (into the other buffer, whose rows are
+    // done), so that the very last row is known here and returned as an on-heap copy.
+    if (pos == filled && !finished) fetch()
     row
   }
 
@@ -245,9 +249,9 @@ private[sql] final class SpillwaySortIterator(
   }
 
   /**
-   * Points the row, the object the caller may still hold, at an on-heap copy of the last row
-   * returned, as Spark's own sort does with its last row: it stays valid once the output buffers
-   * are given back (an operator such as GroupedIterator reads it after hasNext() is false).
+   * Points the row, the object the caller holds, at an on-heap copy of the last row, as Spark's
+   * own sort does with its last row: it stays valid once the output buffers are given back (an
+   * operator such as GroupedIterator reads it after hasNext() is false).
    */
   private def keepLastRow(): Unit = if (returned) {
     val size = row.getSizeInBytes

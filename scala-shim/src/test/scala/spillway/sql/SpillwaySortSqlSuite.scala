@@ -25,6 +25,7 @@ import org.apache.spark.sql.util.QueryExecutionListener
 import org.apache.spark.TaskContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog}
+import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
 import spillway.{DirectBufferPool, DirectBuffers, LocalSpark, SpillwayConf, TaskSpill, TestFiles}
@@ -216,18 +217,21 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     // the pool, as the next sort would, and overwrites them before reading the row.
     // An RDD action sets no session conf as a local property: the budget is set as one, making
     // 16 KiB batches: the output's first buffer is then the input batch given back.
-    def lastRow(enabled: Boolean): (Long, String, Boolean) = withConfs(Enabled -> enabled.toString) {
+    def lastRow(enabled: Boolean): (Long, String, Boolean, Boolean) = withConfs(Enabled -> enabled.toString) {
       val df = sortedWithinPartitions(1)
       assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == (if (enabled) 1 else 0))
       drainPool()
       withLocalProperty(Budget, "64k")(df.queryExecution.toRdd.mapPartitions { rows =>
         var first: InternalRow = null
         var last: InternalRow = null
-        var lastAddress = 0L // where its bytes were while it was returned
+        var lastAddress = 0L // where the rows' bytes were while they pointed into an output buffer
+        var lastValue: UTF8String = null // read without a copy, as generated code does
         while (rows.hasNext) {
           last = rows.next()
           if (first == null) first = last
-          lastAddress = last.asInstanceOf[UnsafeRow].getBaseOffset
+          val unsafe = last.asInstanceOf[UnsafeRow]
+          if (unsafe.getBaseObject == null) lastAddress = unsafe.getBaseOffset
+          lastValue = last.getUTF8String(1)
         }
         val buffers = drainPool()
         val overwritten = buffers.exists { b =>
@@ -239,14 +243,17 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
           DirectBufferPool.give(b)
         }
         if (enabled) assert(first eq last, "the native sort returns one reused row")
-        Iterator((last.getLong(0), last.getUTF8String(1).toString, overwritten))
+        val onHeap = last.asInstanceOf[UnsafeRow].getBaseObject != null
+        Iterator((last.getLong(0), lastValue.toString, overwritten, onHeap))
       }.collect().head)
     }
     val off = lastRow(enabled = false)
     val recycled = SpillwaySortIterator.recycledOutputs.get
     val reused = DirectBufferPool.reusedCount
     val on = lastRow(enabled = true)
-    assert(on._3, "the last row's output buffer was not in the pool once the output was exhausted")
+    assert(on._3, "the last output buffer was not in the pool once the output was exhausted")
+    assert(on._4, "the last row was not returned as an on-heap copy")
+    // The row and the string read from it without a copy survived their buffers' reuse.
     assert((on._1, on._2) == (off._1, off._2))
     assert(off._1 == 0 && off._2 == "999199919991", off) // k descending, then s: 9991 = 97 × 103
     assert(SpillwaySortIterator.recycledOutputs.get == recycled + 1)
