@@ -1,6 +1,7 @@
 package spillway.sql
 
 import java.nio.{ByteBuffer, ByteOrder}
+import java.util.concurrent.atomic.AtomicLong
 
 import scala.util.control.NonFatal
 
@@ -13,7 +14,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
 
-import spillway.{DirectBuffers, NativeSortConsumer, SortBatch}
+import spillway.{DirectBufferPool, DirectBuffers, NativeSortConsumer, SortBatch}
 
 /**
  * Spark's `SortExec` run by Spillway's native external sort: the same ordering, distribution and
@@ -77,9 +78,17 @@ private[sql] final case class SpillwaySortMetrics(sortTime: SQLMetric, peakMemor
  * The lifetime of a returned row: it stays valid until `next()` is called again, and longer: its
  * buffer is refilled only after every row of the following batch has been returned. That is what
  * Spark's own sort promises once it has spilled (its spill readers reuse one buffer), so every
- * operator that keeps a row copies it. The buffers stay reachable from the task's completion
- * listener, so their memory is not freed before the task ends, even for a row kept past the end.
- * The sort is released when the output is exhausted or the task ends, whichever comes first.
+ * operator that keeps a row copies it. The last row is returned as an on-heap copy, as Spark's
+ * own sort returns its last row: the `next()` that returns a batch's last row fetches the next
+ * batch, and when there is none, points the row object (the one every `next()` returns) at a
+ * copy, so the row and the values read from it without a copy (a `UTF8String`) stay valid for
+ * good; the output buffers, which nothing can read any more, go back to [[DirectBufferPool]]
+ * for the next sort before that row is returned, as the input batch does once every batch was
+ * added.
+ * A sort whose output is not read to the end keeps its buffers until the task ends (the task's
+ * completion listener holds this iterator), so their memory is not freed under a row, and they
+ * are then left to the garbage collector, never pooled. The sort is released when the output is
+ * exhausted or the task ends, whichever comes first.
  */
 private[sql] final class SpillwaySortIterator(
     input: Iterator[InternalRow],
@@ -100,15 +109,18 @@ private[sql] final class SpillwaySortIterator(
   private var peakMemory = 0L
   private var inputBytes = 0L // of every batch added: the output needs no larger buffer
 
-  // The two output buffers, used in turn; `current` holds the batch being returned.
+  // The two output buffers, used in turn; `current` holds the batch being returned. Pooled
+  // buffers may be larger than asked for: a batch fills only its length.
   private val outs = new Array[ByteBuffer](2)
   private val outAddresses = new Array[Long](2)
+  private val outLengths = new Array[Int](2)
   private var current = 1
   private var fetched = false // the first batch has been asked for: the sort has ended its input
   private var address = 0L // of the current batch: records in [address + pos, address + filled)
   private var pos = 0
   private var filled = 0
   private val row = new UnsafeRow(numFields)
+  private var returned = false // the row has been pointed into an output buffer
 
   override def hasNext: Boolean = {
     if (!started) start()
@@ -121,7 +133,11 @@ private[sql] final class SpillwaySortIterator(
     val keyLength = getIntLE(at)
     val valueLength = getIntLE(at + 4)
     row.pointTo(null, at + HeaderBytes + keyLength, valueLength)
+    returned = true
     pos += HeaderBytes + keyLength + valueLength
+    // The last row of its batch: fetch the next batch now (into the other buffer, whose rows are
+    // done), so that the very last row is known here and returned as an on-heap copy.
+    if (pos == filled && !finished) fetch()
     row
   }
 
@@ -136,7 +152,8 @@ private[sql] final class SpillwaySortIterator(
     batchBytes = SpillwaySortIterator.batchBytes(consumer.sort.memoryBudget)
     // Registered after the consumer's own listener, so it runs first (Spark runs them in reverse):
     // the metrics of a sort whose output is not read to the end are reported too. It also keeps
-    // this iterator, and so the output buffers rows point into, reachable until the task ends.
+    // this iterator, and so the output buffers rows point into, reachable until the task ends
+    // (a sort read to the end lets go of them sooner: see the class doc).
     task.addTaskCompletionListener[Unit](_ => report())
     try addAll(task)
     catch {
@@ -149,7 +166,8 @@ private[sql] final class SpillwaySortIterator(
   private def addAll(task: TaskContext): Unit = {
     // The first batches are small and double up to batchBytes: the many small sorts of a query
     // (under its joins) each allocate little.
-    var batch = ByteBuffer.allocateDirect(math.min(batchBytes, FirstBatchBytes))
+    var length = math.min(batchBytes, FirstBatchBytes) // of the batch: a pooled buffer may be larger
+    var batch = DirectBufferPool.take(length)
     var base = DirectBuffers.address(batch)
     var used = 0
     var records = 0
@@ -180,13 +198,18 @@ private[sql] final class SpillwaySortIterator(
       if (size > Int.MaxValue - 16) {
         throw new IllegalArgumentException(s"a row of $valueLength bytes with a ${key.length}-byte sort key is too large for a sort batch (2 GiB)")
       }
-      if (size > batch.capacity() - used) {
+      if (size > length - used) {
         flush()
         // Grown for a row larger than the batch (for this sort), or doubled up to batchBytes.
-        val grown = math.max(size, math.min(batchBytes.toLong, 2L * batch.capacity())).toInt
-        if (grown > batch.capacity()) {
-          batch = ByteBuffer.allocateDirect(grown)
-          base = DirectBuffers.address(batch)
+        val grown = math.max(size, math.min(batchBytes.toLong, 2L * length)).toInt
+        if (grown > length) {
+          length = grown
+          if (grown > batch.capacity()) {
+            // The native side copied the records it was given: the old buffer is free.
+            DirectBufferPool.give(batch)
+            batch = DirectBufferPool.take(grown)
+            base = DirectBuffers.address(batch)
+          }
         }
       }
       val at = base + used
@@ -198,29 +221,64 @@ private[sql] final class SpillwaySortIterator(
       records += 1
     }
     flush()
+    // Every record was copied by the native side (ExternalSort.add): nothing reads the batch any
+    // more. A failure above drops it instead, which is no less safe, only simpler.
+    DirectBufferPool.give(batch)
   }
 
   private def fetch(): Boolean = {
     current = 1 - current // the other buffer: rows of the batch just returned stay valid
     if (outs(current) == null) setOut(current, math.min(batchBytes.toLong, math.max(inputBytes, FirstBatchBytes.toLong)).toInt)
     // The first call ends the input and sorts (or starts merging the runs): counted as sort time.
-    var n = if (!fetched) timed(consumer.next(outs(current), outs(current).capacity())) else consumer.next(outs(current), outs(current).capacity())
+    var n = if (!fetched) timed(consumer.next(outs(current), outLengths(current))) else consumer.next(outs(current), outLengths(current))
     fetched = true
     while (n < 0) { // the next record alone needs -n bytes
       setOut(current, -n)
-      n = consumer.next(outs(current), outs(current).capacity())
+      n = consumer.next(outs(current), outLengths(current))
     }
     peakMemory = math.max(peakMemory, consumer.getUsed)
     address = outAddresses(current)
     pos = 0
     filled = n
-    if (n == 0) finish()
+    if (n == 0) {
+      keepLastRow()
+      finish()
+      recycleOutputs()
+    }
     n > 0
   }
 
+  /**
+   * Points the row, the object the caller holds, at an on-heap copy of the last row, as Spark's
+   * own sort does with its last row: it stays valid once the output buffers are given back (an
+   * operator such as GroupedIterator reads it after hasNext() is false).
+   */
+  private def keepLastRow(): Unit = if (returned) {
+    val size = row.getSizeInBytes
+    val bytes = new Array[Byte](size)
+    Platform.copyMemory(null, row.getBaseOffset, bytes, Platform.BYTE_ARRAY_OFFSET, size.toLong)
+    row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, size)
+  }
+
+  /**
+   * Gives the output buffers back to the pool once every row was returned and the last one was
+   * copied. Only here: a sort whose output is not read to the end (the task ended early, failed
+   * or was cancelled) keeps them until the task ends, since a row may still point into them.
+   */
+  private def recycleOutputs(): Unit = {
+    for (i <- outs.indices if outs(i) != null) {
+      DirectBufferPool.give(outs(i))
+      outs(i) = null
+      outAddresses(i) = 0L
+    }
+    recycledOutputs.incrementAndGet()
+  }
+
+  // A buffer replaced by a larger one is left to the garbage collector: simpler, and rare.
   private def setOut(i: Int, bytes: Int): Unit = {
-    outs(i) = ByteBuffer.allocateDirect(bytes)
+    outs(i) = DirectBufferPool.take(bytes)
     outAddresses(i) = DirectBuffers.address(outs(i))
+    outLengths(i) = bytes
   }
 
   private def timed[T](body: => T): T = {
@@ -229,7 +287,6 @@ private[sql] final class SpillwaySortIterator(
     finally sortNanos += System.nanoTime() - t0
   }
 
-  // The output buffers are kept (see the class doc): a row returned last may still be read.
   private def finish(): Unit = {
     finished = true
     filled = 0
@@ -257,6 +314,9 @@ private[sql] object SpillwaySortIterator {
    * the sort may hold one batch beyond what Spark granted.
    */
   def batchBytes(budget: Long): Int = math.min(1L << 20, math.max(16L << 10, budget / 4)).toInt
+
+  /** Sorts that gave their output buffers back to the pool, since the JVM started (for tests). */
+  private[sql] val recycledOutputs = new AtomicLong
 
   private val HeaderBytes = SortBatch.HeaderBytes
   private val FirstBatchBytes = 64 << 10

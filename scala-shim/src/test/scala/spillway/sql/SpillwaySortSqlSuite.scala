@@ -14,18 +14,21 @@ import org.apache.logging.log4j.core.{LogEvent, Logger => CoreLogger}
 import org.apache.logging.log4j.core.appender.AbstractAppender
 import org.apache.logging.log4j.core.config.Property
 import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.{QueryExecution, SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.{AdaptiveSparkPlanExec, AdaptiveSparkPlanHelper}
 import org.apache.spark.sql.execution.joins.SortMergeJoinExec
-import org.apache.spark.sql.functions.{col, udf}
+import org.apache.spark.sql.functions.{col, monotonically_increasing_id, udf}
 import org.apache.spark.sql.types._
 import org.apache.spark.sql.util.QueryExecutionListener
 import org.apache.spark.TaskContext
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog}
+import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
-import spillway.{LocalSpark, SpillwayConf, TaskSpill, TestFiles}
+import spillway.{DirectBufferPool, DirectBuffers, LocalSpark, SpillwayConf, TaskSpill, TestFiles}
 
 /**
  * The extension in real queries, with Spark's own SortExec as the oracle: every query runs with
@@ -202,6 +205,104 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     }
   }
 
+  /** `k`, `s` unique per row; sorted within each of `partitions` partitions (no shuffle). */
+  private def sortedWithinPartitions(partitions: Int): DataFrame =
+    spark.range(0, 12000, 1, partitions).selectExpr("id % 97 AS k", "repeat(cast(id AS string), 3) AS s")
+      .sortWithinPartitions(col("k").desc, col("s"))
+
+  test("the last row stays readable after hasNext() is false; its buffers went back to the pool, were reused and overwritten") {
+    // One partition, so that no other task uses the pool meanwhile; emptied first, so that it has
+    // room for the sort's buffers. The task keeps the reference to the last row, as an operator
+    // does (Spark's GroupedIterator reads it after hasNext() is false), then takes every buffer of
+    // the pool, as the next sort would, and overwrites them before reading the row.
+    // An RDD action sets no session conf as a local property: the budget is set as one, making
+    // 16 KiB batches: the output's first buffer is then the input batch given back.
+    def lastRow(enabled: Boolean): (Long, String, Boolean, Boolean) = withConfs(Enabled -> enabled.toString) {
+      val df = sortedWithinPartitions(1)
+      assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == (if (enabled) 1 else 0))
+      drainPool()
+      withLocalProperty(Budget, "64k")(df.queryExecution.toRdd.mapPartitions { rows =>
+        var first: InternalRow = null
+        var last: InternalRow = null
+        var lastAddress = 0L // where the rows' bytes were while they pointed into an output buffer
+        var lastValue: UTF8String = null // read without a copy, as generated code does
+        while (rows.hasNext) {
+          last = rows.next()
+          if (first == null) first = last
+          val unsafe = last.asInstanceOf[UnsafeRow]
+          if (unsafe.getBaseObject == null) lastAddress = unsafe.getBaseOffset
+          lastValue = last.getUTF8String(1)
+        }
+        val buffers = drainPool()
+        val overwritten = buffers.exists { b =>
+          val address = DirectBuffers.address(b)
+          lastAddress >= address && lastAddress < address + b.capacity()
+        }
+        buffers.foreach { b =>
+          (0 until b.capacity()).foreach(i => b.put(i, 0xa5.toByte))
+          DirectBufferPool.give(b)
+        }
+        if (enabled) assert(first eq last, "the native sort returns one reused row")
+        val onHeap = last.asInstanceOf[UnsafeRow].getBaseObject != null
+        Iterator((last.getLong(0), lastValue.toString, overwritten, onHeap))
+      }.collect().head)
+    }
+    val off = lastRow(enabled = false)
+    val recycled = SpillwaySortIterator.recycledOutputs.get
+    val reused = DirectBufferPool.reusedCount
+    val on = lastRow(enabled = true)
+    assert(on._3, "the last output buffer was not in the pool once the output was exhausted")
+    assert(on._4, "the last row was not returned as an on-heap copy")
+    // The row and the string read from it without a copy survived their buffers' reuse.
+    assert((on._1, on._2) == (off._1, off._2))
+    assert(off._1 == 0 && off._2 == "999199919991", off) // k descending, then s: 9991 = 97 × 103
+    assert(SpillwaySortIterator.recycledOutputs.get == recycled + 1)
+    // The pool was empty: the output took the input batch given back after the last add.
+    assert(DirectBufferPool.reusedCount > reused)
+    // Run again, the sort takes its batch and both output buffers, overwritten above, from the
+    // pool, and returns the right rows.
+    val reusedBefore = DirectBufferPool.reusedCount
+    val again = withConfs(Enabled -> "true") {
+      withLocalProperty(Budget, "64k")(sortedWithinPartitions(1).queryExecution.toRdd.map(r => (r.getLong(0), r.getUTF8String(1).toString)).collect())
+    }
+    assert(DirectBufferPool.reusedCount >= reusedBefore + 3)
+    assert(again.toSeq == (0L until 12000L).map(id => (id % 97, id.toString * 3)).sortBy { case (k, s) => (-k, s) })
+    assertNothingLeft()
+  }
+
+  test("a sort read only partly (LIMIT, a failure downstream) gives no output buffer back; later sorts are correct") {
+    val recycled = SpillwaySortIterator.recycledOutputs.get
+    // CollectLimit reads 10 rows of the first partition's sort: Spark's rows, natively sorted.
+    val limited = compare(Seq("k", "s"), Budget -> "64k")(sortedWithinPartitions(3).limit(10))
+    assert(limited.rows.size == 10)
+    assert(SpillwaySortIterator.recycledOutputs.get == recycled, "a sort not read to the end gave its buffers back")
+    // A downstream operator fails after 1,000 rows of the only partition's sort.
+    val failing = udf { (k: Long, n: Long) =>
+      if (n == 1000) throw new IllegalStateException("downstream failure")
+      k
+    }
+    val e = intercept[Exception](withConfs(Enabled -> "true", Budget -> "64k") {
+      val df = sortedWithinPartitions(1).withColumn("n", monotonically_increasing_id()).select(failing(col("k"), col("n")))
+      assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == 1)
+      df.collect()
+    })
+    assert(TestFiles.causeChain(e).exists(_.getMessage.contains("downstream failure")), e)
+    assert(SpillwaySortIterator.recycledOutputs.get == recycled, "a failed sort gave its buffers back")
+    assertNothingLeft()
+    // The pool is whole: full sorts, two tasks at once, taking its buffers, return Spark's rows.
+    compare(Seq("k", "s"), Budget -> "64k")(sortedWithinPartitions(3))
+    assert(SpillwaySortIterator.recycledOutputs.get == recycled + 3)
+  }
+
+  test("groupByKey/mapGroups: GroupedIterator reads the last row after hasNext() is false; the same groups") {
+    val session = spark
+    import session.implicits._
+    compare(Seq.empty, Budget -> "64k") {
+      spark.range(0, 12000, 1, 3).as[Long].groupByKey(_ % 97)
+        .mapGroups((k, ids) => (k, ids.toSeq.sorted.takeRight(3).mkString(","))).toDF("k", "last")
+    }
+  }
+
   test("without adaptive execution too (the pre-columnar rule alone)") {
     val on = compare(Seq("dec18", "tsntz"), "spark.sql.adaptive.enabled" -> "false", Budget -> "64k")(
       spark.sql("SELECT * FROM t ORDER BY dec18 DESC NULLS LAST, tsntz"))
@@ -341,6 +442,11 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
 }
 
 object SpillwaySortSqlSuite {
+  /** Takes every buffer the pool holds (and fresh ones of the sizes it lacks): it is then empty. */
+  def drainPool(): Seq[java.nio.ByteBuffer] =
+    Iterator.iterate(DirectBufferPool.MinBytes)(_ * 2).takeWhile(_ <= DirectBufferPool.MaxBytes).toSeq
+      .flatMap(size => Seq.fill(DirectBufferPool.SlotsPerSize)(DirectBufferPool.take(size)))
+
   val sortableColumns: Seq[String] =
     Seq("b", "y", "s", "i", "l", "f", "d", "dec9", "dec18", "dec38", "str", "bin", "dt", "ts", "tsntz", "ym", "dti")
 
