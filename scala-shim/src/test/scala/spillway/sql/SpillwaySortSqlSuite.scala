@@ -186,9 +186,10 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     // A 64k budget makes 16 KiB batches: the 4,000 rows of a partition span many of them. Each
     // row's string is read without a copy (a UTF8String over the buffer) and checked once the
     // next row has been returned: the lifetime the sort promises (SpillwaySortIterator).
-    withConfs(Enabled -> "true", Budget -> "64k") {
+    // An RDD action carries no session conf to its tasks: the budget goes as a local property.
+    withConfs(Enabled -> "true") {
       val df = spark.sql("SELECT id % 97 AS k, repeat(cast(id AS string), 3) AS s FROM range(0, 12000, 1, 3) ORDER BY k, s")
-      val checked = df.queryExecution.toRdd.mapPartitions { rows =>
+      val checked = withLocalProperty(Budget, "64k")(df.queryExecution.toRdd.mapPartitions { rows =>
         var previous: org.apache.spark.unsafe.types.UTF8String = null
         var previousCopy = ""
         var n = 0L
@@ -199,7 +200,7 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
           n += 1
         }
         Iterator(n)
-      }.collect().sum
+      }.collect()).sum
       assert(checked == 12000)
       assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.nonEmpty)
     }
