@@ -37,9 +37,42 @@ func BenchmarkSort(b *testing.B) {
 // spills and a final merge with the records left in memory.
 func BenchmarkSortOrderBy(b *testing.B) {
 	const records = 1 << 20
-	r := rand.New(rand.NewPCG(4, 2))
+	batches := benchBatches(records, orderByRecords(42))
+	benchSorts(b, records, batches, []benchCase{{"spill/budget=80MiB", 80 << 20}, {"memory/budget=512MiB", 512 << 20}})
+}
+
+// BenchmarkSortedIndex sorts the index of one run's worth of records in memory (what a spill
+// sorts before it writes), for the keys of BenchmarkSortOrderBy and of BenchmarkSort.
+func BenchmarkSortedIndex(b *testing.B) {
+	const records = 400_000
+	r := rand.New(rand.NewPCG(42, 42))
+	for _, bc := range []struct {
+		name   string
+		record func(dst []byte) []byte
+	}{
+		{"orderby", orderByRecords(42)},
+		{"random16", func(dst []byte) []byte { return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16)) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			t := memTable{chunkSize: maxChunk}
+			for _, batch := range benchBatches(records, bc.record) {
+				for off := 0; off < len(batch); off += recordSize(batch[off:]) {
+					t.add(batch[off : off+recordSize(batch[off:])])
+				}
+			}
+			for b.Loop() {
+				t.sortedIndex()
+			}
+			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// orderByRecords makes the records of BenchmarkSortOrderBy.
+func orderByRecords(seed uint64) func(dst []byte) []byte {
+	r := rand.New(rand.NewPCG(seed, 2))
 	value := make([]byte, 152)
-	batches := benchBatches(records, func(dst []byte) []byte {
+	return func(dst []byte) []byte {
 		key := sqlLongKey(nil, uint64(r.IntN(200_000)+1), false)
 		key = sqlLongKey(key, uint64(r.IntN(10_000)+1), true)
 		key = sqlLongKey(key, uint64(r.IntN(1_500_000)*4+1), false)
@@ -48,8 +81,7 @@ func BenchmarkSortOrderBy(b *testing.B) {
 			binary.LittleEndian.PutUint64(value[i:], r.Uint64())
 		}
 		return AppendRecord(dst, key, value)
-	})
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=80MiB", 80 << 20}, {"memory/budget=512MiB", 512 << 20}})
+	}
 }
 
 // sqlLongKey appends a non-null bigint column as the Scala side encodes it in a sort key.
