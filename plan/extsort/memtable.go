@@ -1,8 +1,6 @@
 package extsort
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/binary"
 	"unsafe"
 )
@@ -49,7 +47,7 @@ const maxCommon = 32
 // entry indexes one in-memory record. It is 16 bytes because the sort moves entries by value:
 // a 24-byte entry made the whole sort over twice as slow.
 type entry struct {
-	prefix uint64 // the key's 8 bytes after memTable.common, big-endian, zero-padded: most compares end here
+	prefix uint64 // the key's 8 bytes after memTable.common, big-endian, zero-padded (the sort reuses it)
 	pos    uint64 // chunk<<32 | offset in chunk: where the record is, and its insertion order
 }
 
@@ -98,10 +96,6 @@ func (t *memTable) track(key []byte) {
 	t.common = c
 }
 
-// prefixDecides reports whether equal prefixes mean equal keys: every key has the same length
-// and ends within its prefix.
-func (t *memTable) prefixDecides() bool { return t.minKey == t.maxKey && t.maxKey <= t.common+8 }
-
 func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk} }
 
 // sortedIndex returns an index of every record in key order, stable. The sort itself need not be
@@ -116,17 +110,6 @@ func (t *memTable) sortedIndex() []entry {
 	}
 	t.sortEntries(idx)
 	return idx
-}
-
-func (t *memTable) compare(a, b entry) int {
-	if a.prefix != b.prefix {
-		return cmp.Compare(a.prefix, b.prefix)
-	}
-	// The keys are equal up to common and within the prefix: compare the rest.
-	if c := bytes.Compare(keyOf(t.record(a))[t.common:], keyOf(t.record(b))[t.common:]); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.pos, b.pos)
 }
 
 // record is the encoded record that e indexes, and possibly bytes after it.
