@@ -661,7 +661,7 @@ func TestSmallSortAllocatesLittle(t *testing.T) {
 // that tie past the prefix (the radix sort goes on with the keys' next bytes).
 func TestInMemorySortKeyShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	head := bytes.Repeat([]byte{0x01, 0x80}, 20) // 40 shared bytes
+	head := bytes.Repeat([]byte{0x01, 0x80}, maxTracked) // more shared bytes than tracked
 	shapes := []struct {
 		name string
 		key  func() []byte

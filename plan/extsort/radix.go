@@ -16,17 +16,17 @@ const radixCutoff = 48
 // no more than its 16 bytes a record. The radix sort is not stable; the insertion order in each
 // entry (pos) breaks the ties it leaves, so the result is stable.
 //
-// Integer sort keys (the SQL sorts under joins) differ mostly within the prefix, since it starts
-// after the bytes every key shares (memTable.common): a comparison sort's per-compare cost and its
-// cache misses on the records then drop out, which made in-memory sorts of integer keys about
-// 4× faster. Keys of several columns often tie in the prefix (ORDER BY a, b with few distinct a):
-// each run of equal prefixes goes on with the radix sort on the keys' next bytes (sortPast), so
-// that each record is read once per 8 bytes of key, not once per compare.
+// Integer sort keys (the SQL sorts) differ mostly within the prefix, since it holds only key
+// bytes that vary (memTable.window), not the null flags and high bytes every key shares: a
+// comparison sort's per-compare cost and its cache misses on the records then drop out, which
+// made in-memory sorts of integer keys about 4× faster. Keys with equal prefixes are equal
+// before end; each run of them goes on with the radix sort on the keys' bytes from end on
+// (sortPast), so that each record is read once per 8 bytes of key, not once per compare.
 //
 // The entries' prefixes are overwritten on the way: after the sort only pos means anything.
-func (t *memTable) sortEntries(idx []entry) {
+func (t *memTable) sortEntries(idx []entry, end int) {
 	t.radix(idx, 56)
-	t.finishTies(idx, t.common+8)
+	t.finishTies(idx, end)
 }
 
 // finishTies sorts each run of equal prefixes in idx, which is in prefix order and whose
