@@ -97,7 +97,7 @@ func (t *memTable) keysEndBy(end int) bool { return t.minKey == t.maxKey && t.ma
 // radix sorts idx by the prefix bits from shift+7 down to 0, one byte per level.
 func (t *memTable) radix(idx []entry, shift uint) {
 	if len(idx) < radixCutoff {
-		slices.SortFunc(idx, func(a, b entry) int { return cmp.Compare(a.prefix, b.prefix) })
+		insertionSortByPrefix(idx)
 		return
 	}
 	var count [256]int
@@ -136,6 +136,18 @@ func (t *memTable) radix(idx []entry, shift uint) {
 		if count[b] > 1 {
 			t.radix(idx[start[b]:start[b]+count[b]], shift-8)
 		}
+	}
+}
+
+// insertionSortByPrefix sorts a small bucket with no call per compare (slices.SortFunc's).
+func insertionSortByPrefix(idx []entry) {
+	for i := 1; i < len(idx); i++ {
+		e := idx[i]
+		j := i
+		for ; j > 0 && idx[j-1].prefix > e.prefix; j-- {
+			idx[j] = idx[j-1]
+		}
+		idx[j] = e
 	}
 }
 
