@@ -657,10 +657,11 @@ func TestSmallSortAllocatesLittle(t *testing.T) {
 // stable reference, on key shapes that each take one of its paths: integer-like keys of one
 // length behind a shared head (the prefix decides), the same with duplicates (ties by insertion
 // order), keys that differ only past the prefix or by trailing zero bytes (the prefix's padding),
-// keys that are prefixes of each other, and a shared head longer than the tracked maximum.
+// keys that are prefixes of each other, a shared head longer than the tracked maximum, and keys
+// that tie past the prefix (the radix sort goes on with the keys' next bytes).
 func TestInMemorySortKeyShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
-	head := bytes.Repeat([]byte{0x01, 0x80}, 20) // 40 shared bytes
+	head := bytes.Repeat([]byte{0x01, 0x80}, maxTracked) // more shared bytes than tracked
 	shapes := []struct {
 		name string
 		key  func() []byte
@@ -683,12 +684,46 @@ func TestInMemorySortKeyShapes(t *testing.T) {
 		{"long shared head", func() []byte {
 			return append(append([]byte(nil), head...), randBytes(r, r.IntN(10))...)
 		}},
+		// Keys of SQL columns (null flag, sign-flipped big-endian) whose first column ties in
+		// runs larger than radixCutoff, with equal keys, and whose 8-byte windows past the
+		// prefix are often all equal (the high bytes of small integers).
+		{"columns, large ties", func() []byte {
+			return sqlColumns(uint64(r.IntN(20)), uint64(r.IntN(300)), uint64(r.IntN(4)), uint64(r.IntN(3)))
+		}},
+		// The same with runs of equal prefixes smaller than radixCutoff.
+		{"columns, small ties", func() []byte {
+			return sqlColumns(uint64(r.IntN(2000)), uint64(r.IntN(3)), uint64(r.IntN(2)), uint64(r.IntN(2)))
+		}},
+		// Ten varying bytes in five columns (two in each), fewer than 8000 distinct keys: ties
+		// past the varying bytes the prefix holds.
+		{"columns, ties past the varying bytes", func() []byte {
+			col := func() uint64 { return uint64(r.IntN(3)<<8 | r.IntN(2)) }
+			return sqlColumns(col(), col(), col(), col(), col())
+		}},
+		// Keys of zero, one and 0xff bytes of every length up to 40 behind a shared head: keys
+		// ending at and around every window edge, zero bytes there ("ab" against "ab\x00"), and
+		// keys that are prefixes of others, in long runs of equal 8-byte windows.
+		{"short alphabet, every length", func() []byte {
+			key := []byte{5, 5, 5}
+			for range r.IntN(41) {
+				key = append(key, []byte{0, 0, 0, 1, 0xff}[r.IntN(5)])
+			}
+			return key
+		}},
+		// Segments of eight equal bytes, cut anywhere: equal windows, then a difference.
+		{"equal windows, cut anywhere", func() []byte {
+			var key []byte
+			for range 1 + r.IntN(4) {
+				key = append(key, bytes.Repeat([]byte{[]byte{0, 7, 0xff}[r.IntN(3)]}, 8)...)
+			}
+			return key[:r.IntN(len(key)+1)]
+		}},
 	}
 	for _, shape := range shapes {
 		t.Run(shape.name, func(t *testing.T) {
 			m, _ := newManager(t, 1<<30, nil)
 			s := newSorter(t, m, 64<<20)
-			recs := make([]rec, 5000)
+			recs := make([]rec, 20000)
 			for i := range recs {
 				recs[i] = rec{key: shape.key(), val: binary.BigEndian.AppendUint32(nil, uint32(i))}
 			}
@@ -697,4 +732,13 @@ func TestInMemorySortKeyShapes(t *testing.T) {
 			require.NoError(t, s.Close())
 		})
 	}
+}
+
+// sqlColumns is a sort key of non-null bigint columns as the Scala side encodes them.
+func sqlColumns(values ...uint64) []byte {
+	var key []byte
+	for _, v := range values {
+		key = binary.BigEndian.AppendUint64(append(key, 1), v^1<<63)
+	}
+	return key
 }

@@ -1,8 +1,6 @@
 package extsort
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/binary"
 	"unsafe"
 )
@@ -35,21 +33,22 @@ type memTable struct {
 	n         int      // records held
 	arena     int64    // capacity of all chunks: the memory they really take
 
-	// The index's prefixes start after the bytes that every key held shares (up to
-	// maxCommon), so that they hold the bytes that tell keys apart: the null flag and the
-	// high bytes of the SQL sort's integer keys are the same in every key.
-	first          [maxCommon]byte // the first key's first bytes
-	common         int             // how many leading bytes every key held shares
-	minKey, maxKey int             // the shortest and longest key held
+	// The index's prefixes hold the key bytes that tell keys apart (window): the null flags and
+	// the high bytes of a SQL sort's integer columns are the same in every key.
+	first          [maxTracked]byte       // the first key's first bytes
+	firstLen       int                    // how many of first are set
+	diff           [maxTracked / 8]uint64 // the OR of every key's first bytes XOR first: nonzero bytes vary
+	minKey, maxKey int                    // the shortest and longest key held
 }
 
-// maxCommon bounds the shared leading bytes tracked: comparing them costs each add.
-const maxCommon = 32
+// maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
+// add.
+const maxTracked = 64
 
 // entry indexes one in-memory record. It is 16 bytes because the sort moves entries by value:
 // a 24-byte entry made the whole sort over twice as slow.
 type entry struct {
-	prefix uint64 // the key's 8 bytes after memTable.common, big-endian, zero-padded: most compares end here
+	prefix uint64 // the key's bytes in the window (memTable.window); the sort reuses it
 	pos    uint64 // chunk<<32 | offset in chunk: where the record is, and its insertion order
 }
 
@@ -80,27 +79,76 @@ func (t *memTable) add(rec []byte) {
 	t.n++
 }
 
-// track updates the shared leading bytes and the key lengths with a key added.
+// track updates the key bytes that vary and the key lengths with a key added.
 func (t *memTable) track(key []byte) {
 	if t.n == 0 {
-		t.common = copy(t.first[:], key)
+		t.firstLen = copy(t.first[:], key)
 		t.minKey, t.maxKey = len(key), len(key)
 		return
 	}
 	t.minKey, t.maxKey = min(t.minKey, len(key)), max(t.maxKey, len(key))
-	c := min(t.common, len(key))
-	for i := 0; i < c; i++ {
-		if key[i] != t.first[i] {
-			c = i
-			break
-		}
+	n := min(t.minKey, t.firstLen) // the bytes past minKey are never in a window
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		t.diff[i/8] |= binary.LittleEndian.Uint64(key[i:]) ^ binary.LittleEndian.Uint64(t.first[i:])
 	}
-	t.common = c
+	for ; i < n; i++ {
+		t.diff[i/8] |= uint64(key[i]^t.first[i]) << (8 * (i % 8))
+	}
 }
 
-// prefixDecides reports whether equal prefixes mean equal keys: every key has the same length
-// and ends within its prefix.
-func (t *memTable) prefixDecides() bool { return t.minKey == t.maxKey && t.maxKey <= t.common+8 }
+// varies reports whether some keys differ at position p, below minKey and firstLen.
+func (t *memTable) varies(p int) bool { return byte(t.diff[p/8]>>(8*(p%8))) != 0 }
+
+// window is where the index's prefixes take their 8 bytes from in every key: the positions
+// where keys differ among the tracked bytes that every key has, then the bytes after those.
+// Comparing keys at these positions alone orders them as bytes.Compare does, since at the
+// positions skipped every key has the same byte.
+type window struct {
+	at         [8]int // the positions, ascending
+	contiguous bool   // at[i] == at[0]+i: the prefix is one load
+	end        int    // keys with equal prefixes are equal before end, once zero-padded
+}
+
+func (t *memTable) window() window {
+	var w window
+	bound := min(t.minKey, t.firstLen)
+	n, p := 0, 0
+	for ; p < bound && n < len(w.at); p++ {
+		if t.varies(p) {
+			w.at[n] = p
+			n++
+		}
+	}
+	if n == len(w.at) {
+		for p < bound && !t.varies(p) {
+			p++
+		}
+		w.end = p
+	} else {
+		for i := n; i < len(w.at); i++ {
+			w.at[i] = bound + i - n
+		}
+		w.end = bound + len(w.at) - n
+	}
+	w.contiguous = w.at[7] == w.at[0]+7
+	return w
+}
+
+// prefix is key's bytes at the window's positions, big-endian, zero past the key's end.
+func (w *window) prefix(key []byte) uint64 {
+	if w.contiguous {
+		return keyPrefix(key[w.at[0]:])
+	}
+	var p uint64
+	for _, at := range w.at {
+		p <<= 8
+		if at < len(key) {
+			p |= uint64(key[at])
+		}
+	}
+	return p
+}
 
 func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk} }
 
@@ -108,25 +156,15 @@ func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize, nextChunk: t.
 // stable: the insertion order in each entry breaks ties, so the fast unstable sort gives a stable
 // result.
 func (t *memTable) sortedIndex() []entry {
+	w := t.window()
 	idx := make([]entry, 0, t.n)
 	for ci, c := range t.chunks {
 		for off := 0; off < len(c); off += recordSize(c[off:]) {
-			idx = append(idx, entry{prefix: keyPrefix(keyOf(c[off:])[t.common:]), pos: uint64(ci)<<32 | uint64(off)})
+			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])), pos: uint64(ci)<<32 | uint64(off)})
 		}
 	}
-	t.sortEntries(idx)
+	t.sortEntries(idx, w.end)
 	return idx
-}
-
-func (t *memTable) compare(a, b entry) int {
-	if a.prefix != b.prefix {
-		return cmp.Compare(a.prefix, b.prefix)
-	}
-	// The keys are equal up to common and within the prefix: compare the rest.
-	if c := bytes.Compare(keyOf(t.record(a))[t.common:], keyOf(t.record(b))[t.common:]); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.pos, b.pos)
 }
 
 // record is the encoded record that e indexes, and possibly bytes after it.
