@@ -52,6 +52,10 @@ func BenchmarkSortedIndex(b *testing.B) {
 	}{
 		{"orderby", orderByRecords(42)},
 		{"random16", func(dst []byte) []byte { return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16)) }},
+		// A sort-merge join's sort of lineitem by l_orderkey: one long key, about 4 rows a key.
+		{"joinkey", func(dst []byte) []byte {
+			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			t := memTable{chunkSize: maxChunk}

@@ -151,7 +151,21 @@ func insertionSortByPrefix(idx []entry) {
 	}
 }
 
+// sortByPos sorts entries of equal keys into insertion order. Such runs are mostly short (the
+// rows of one order in lineitem sorted by order key): those take an insertion sort, with no call
+// per compare.
 func sortByPos(idx []entry) {
+	if len(idx) < radixCutoff {
+		for i := 1; i < len(idx); i++ {
+			e := idx[i]
+			j := i
+			for ; j > 0 && idx[j-1].pos > e.pos; j-- {
+				idx[j] = idx[j-1]
+			}
+			idx[j] = e
+		}
+		return
+	}
 	slices.SortFunc(idx, func(a, b entry) int { return cmp.Compare(a.pos, b.pos) })
 }
 
