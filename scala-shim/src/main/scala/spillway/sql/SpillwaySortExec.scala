@@ -227,16 +227,19 @@ private[sql] final class SpillwaySortIterator(
   }
 
   private def fetch(): Boolean = {
-    current = 1 - current // the other buffer: rows of the batch just returned stay valid
-    if (outs(current) == null) setOut(current, math.min(batchBytes.toLong, math.max(inputBytes, FirstBatchBytes.toLong)).toInt)
+    // Into the other buffer: rows of the batch just returned stay valid. The batch being returned
+    // changes only once the new one is in, so a failure leaves it as it was.
+    val other = 1 - current
+    if (outs(other) == null) setOut(other, math.min(batchBytes.toLong, math.max(inputBytes, FirstBatchBytes.toLong)).toInt)
     // The first call ends the input and sorts (or starts merging the runs): counted as sort time.
-    var n = if (!fetched) timed(consumer.next(outs(current), outLengths(current))) else consumer.next(outs(current), outLengths(current))
+    var n = if (!fetched) timed(consumer.next(outs(other), outLengths(other))) else consumer.next(outs(other), outLengths(other))
     fetched = true
     while (n < 0) { // the next record alone needs -n bytes
-      setOut(current, -n)
-      n = consumer.next(outs(current), outLengths(current))
+      setOut(other, -n)
+      n = consumer.next(outs(other), outLengths(other))
     }
     peakMemory = math.max(peakMemory, consumer.getUsed)
+    current = other
     address = outAddresses(current)
     pos = 0
     filled = n
