@@ -65,7 +65,10 @@ object TpchBench extends AdaptiveSparkPlanHelper {
    */
   private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean, lastStage: StageTime)
 
-  /** A stage's wall time (submission to completion) and its tasks' CPU time (JNI calls included). */
+  /**
+   * A stage's wall time (submission to completion) and its task threads' CPU time (JNI calls
+   * included; not the JVM's and Go's background threads: GC, read-ahead).
+   */
   private final case class StageTime(seconds: Double, cpuSeconds: Double)
 
   /** The stages completed since the last `take`, in completion order. */
@@ -73,7 +76,8 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     private val done = scala.collection.mutable.ArrayBuffer.empty[StageTime]
     override def onStageCompleted(e: SparkListenerStageCompleted): Unit = synchronized {
       val info = e.stageInfo
-      for (start <- info.submissionTime; end <- info.completionTime) {
+      // A failed attempt is not the stage's time: its retry completes later.
+      for (start <- info.submissionTime; end <- info.completionTime if info.failureReason.isEmpty) {
         done += StageTime((end - start) / 1e3, info.taskMetrics.executorCpuTime / 1e9)
       }
     }
@@ -96,9 +100,9 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     }
     val spilled = sorts.exists(_.metrics("spillSize").value > 0)
     ListenerBusProbe.drain(spark.sparkContext)
-    val last = stages.take().lastOption.getOrElse(StageTime(0, 0))
+    val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of $label completed"))
     println(f"  $label%-8s ${if (enabled) "Spillway" else "Spark"}%-8s $seconds%7.2f s${if (spilled) ", spilled" else ""}" +
-      f" (last stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f CPU-s)") // progress
+      f" (last stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s)") // progress
     Run(enabled, seconds, sorts.size, spilled, last)
   }
 
@@ -174,8 +178,8 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     // shuffle write before it are Spark's, the same both ways.
     def last(enabled: Boolean, f: StageTime => Double): Double = median(orderBy.filter(_.enabled == enabled).map(r => f(r.lastStage)))
     val (sparkSort, nativeSort) = (last(enabled = false, _.seconds), last(enabled = true, _.seconds))
-    println(f"  the sorting stage: Spark's sort ${sparkSort}%.2f s (${last(enabled = false, _.cpuSeconds)}%.2f CPU-s), Spillway's " +
-      f"${nativeSort}%.2f s (${last(enabled = true, _.cpuSeconds)}%.2f CPU-s): ratio ${sparkSort / nativeSort}%.2f")
+    println(f"  the sorting stage: Spark's sort ${sparkSort}%.2f s (${last(enabled = false, _.cpuSeconds)}%.2f task CPU-s), Spillway's " +
+      f"${nativeSort}%.2f s (${last(enabled = true, _.cpuSeconds)}%.2f task CPU-s): ratio ${sparkSort / nativeSort}%.2f")
     println(f"  the stages before it: ${median(spark) - sparkSort}%.2f s with Spark's sort; a sorting stage taking no time at all " +
       f"would make the query at most ${median(spark) / (median(spark) - sparkSort)}%.2fx faster")
   }
