@@ -256,12 +256,8 @@ private[sql] final class SpillwaySortIterator(
    * own sort does with its last row: it stays valid once the output buffers are given back (an
    * operator such as GroupedIterator reads it after hasNext() is false).
    */
-  private def keepLastRow(): Unit = if (returned) {
-    val size = row.getSizeInBytes
-    val bytes = new Array[Byte](size)
-    Platform.copyMemory(null, row.getBaseOffset, bytes, Platform.BYTE_ARRAY_OFFSET, size.toLong)
-    row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, size)
-  }
+  private def keepLastRow(): Unit =
+    if (returned) row.pointTo(row.getBytes, Platform.BYTE_ARRAY_OFFSET, row.getSizeInBytes) // getBytes copies off-heap bytes
 
   /**
    * Gives the output buffers back to the pool once every row was returned and the last one was
