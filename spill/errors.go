@@ -98,9 +98,14 @@ func outOfDescriptors(err error) bool {
 
 // RootFull reports whether err says that the filesystem under a local dir can take no more data:
 // it is full (ENOSPC), over quota (EDQUOT) or read-only (EROFS). A manager whose write fails so
-// takes that dir out of its rotation: new files go to its other dirs. A caller holding the data
-// may write it again into a new file (as the external sort does).
+// takes that dir out of its rotation (until it has room again, if it was out of space): new
+// files go to its other dirs. A caller holding the data may write it again into a new file (as
+// the external sort does). A *NoUsableRootError is never RootFull, whatever its roots' causes:
+// there is no other dir to write again to, and a caller that retried would retry for ever.
 func RootFull(err error) bool {
+	if none := (*NoUsableRootError)(nil); errors.As(err, &none) {
+		return false
+	}
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 

@@ -39,7 +39,8 @@ func (f *File) Size() int64 {
 // reported (a failed pwrite may have put part of p on disk and still report nothing written), and
 // every byte is given back, so usage never drifts and a reader never sees a failed write's tail.
 // A write that fails because the disk is full, over quota or read-only (see RootFull) also takes
-// the file's local dir out of the manager's rotation: new files go to its other dirs.
+// the file's local dir out of the manager's rotation: new files go to its other dirs, and to this
+// one again once it has room (placement.go).
 func (f *File) Write(p []byte) (int, error) {
 	err := f.appendBytes(int64(len(p)), func(off int64) error {
 		_, err := f.h.WriteAt(p, off)
@@ -109,7 +110,7 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 	}
 	if err := write(f.size); err != nil {
 		if RootFull(err) {
-			f.m.giveUpRoot(f.dir.rootIndex, err)
+			defer f.m.rootFull(f.dir.rootIndex, err, f.size) // once truncated: its free space counts
 		}
 		if terr := f.h.Truncate(f.size); terr != nil {
 			// The tail stays on disk, so it stays counted, and the file takes no more writes: no

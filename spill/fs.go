@@ -22,6 +22,10 @@ type FS interface {
 	// OpenRoot opens the directory at path (absolute), following symlinks on the way: a local
 	// dir may be given as a symlink. What it resolved to then stays fixed for the Dir's life.
 	OpenRoot(path string) (Dir, error)
+	// FreeSpace is the number of bytes an unprivileged writer may still put on the filesystem
+	// holding the directory at path (statfs: available blocks × block size). It is advice for
+	// placing a file, not a promise: other writers race it, and quotas are not in it.
+	FreeSpace(path string) (int64, error)
 }
 
 // Dir is an open directory. Every name is one path element, resolved relative to the directory
@@ -109,6 +113,19 @@ func (OSFS) OpenRoot(path string) (Dir, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	return &osDir{fd: fd, path: path}, nil
+}
+
+func (OSFS) FreeSpace(path string) (int64, error) {
+	var st unix.Statfs_t
+	for {
+		err := unix.Statfs(path, &st)
+		if err == nil {
+			return int64(st.Bavail) * st.Bsize, nil
+		}
+		if err != unix.EINTR {
+			return 0, &os.PathError{Op: "statfs", Path: path, Err: err}
+		}
+	}
 }
 
 // openRetry is openat, retried on EINTR as the os package does.

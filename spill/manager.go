@@ -8,9 +8,11 @@
 package spill
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	mrand "math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,7 +72,8 @@ type spillState struct {
 	next    int                // the root that takes the next file
 	spilled bool               // a file was created
 	current []*planDir         // per root: its current plan dir, nil until a file lands there
-	failed  []error            // per root: why it was given up for this manager, nil while usable
+	failed  []error            // per root: why it was given up for good, nil while usable
+	full    []*fullMark        // per root: set while it is out of the rotation for want of space
 	made    []*planDir         // every plan dir created, healed ones included, removed at Close
 	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
 	strays  []*planDir         // dirs never made, whose lock file could not be removed
@@ -125,13 +128,13 @@ func (m *Manager) Used() int64 { return m.used.Load() }
 
 // CreateFile creates an empty spill file (mode 0600, random name) in a plan dir, creating that
 // dir first if this is the first file under its root. Roots are taken round-robin from a random
-// start per manager: this spreads one plan's files, and concurrent plans, over the disks without
-// asking the filesystem anything (free-space checks would cost a statfs per file and still race
-// with other writers). A root that fails is given up for this manager and the next one is tried,
-// as is a root where a write found no space (see RootFull); the error is a *NoUsableRootError
-// only when every root has failed. Running out of file descriptors gives up no root: the error is
-// then a *DescriptorLimitError, and a later call may succeed. If the plan dir was removed behind
-// the manager's back, a new one is made.
+// start per manager, which spreads one plan's files, and concurrent plans, over the disks; a root
+// with less than MinFreeSpace free is passed over while another has room (see placement.go for
+// how full roots leave the rotation and come back). A root that fails is given up for this
+// manager and the next one is tried; the error is a *NoUsableRootError only when no root could
+// take the file. Running out of file descriptors gives up no root: the error is then a
+// *DescriptorLimitError, and a later call may succeed. If the plan dir was removed behind the
+// manager's back, a new one is made.
 func (m *Manager) CreateFile() (*File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -140,35 +143,63 @@ func (m *Manager) CreateFile() (*File, error) {
 	}
 	s := m.spillState()
 	n := m.roots.Len()
+	var short []shortRoot // roots passed over for want of room, tried last
 	for i := range n {
 		r := (s.next + i) % n
-		if s.failed[r] != nil {
+		free, ok := m.room(s, r)
+		if !ok {
 			continue
 		}
-		f, err := m.createIn(s, r)
-		if err != nil {
-			if outOfDescriptors(err) {
-				// The process, or the system, is out of descriptors: no root is to blame, and
-				// giving them up would fail this plan for good over a passing shortage.
-				return nil, &DescriptorLimitError{Err: m.fsError(err)}
-			}
-			s.failed[r] = m.fsError(err)
+		if free < MinFreeSpace {
+			short = append(short, shortRoot{r, free})
 			continue
 		}
-		s.next = (r + 1) % n
-		s.files[f] = struct{}{}
-		if !s.spilled {
-			s.spilled = true
-			m.stats().PlansSpilled.Add(1)
+		if f, err := m.place(s, r); f != nil || err != nil {
+			return f, err
 		}
-		m.stats().FilesCreated.Add(1)
-		return f, nil
+	}
+	// No root with room took the file: a small one may still fit where there is less, roomiest
+	// first, and a write that does not fit fails there as it would have anyway.
+	slices.SortStableFunc(short, func(a, b shortRoot) int { return cmp.Compare(b.free, a.free) })
+	for _, c := range short {
+		if f, err := m.place(s, c.root); f != nil || err != nil {
+			return f, err
+		}
 	}
 	failures := make([]RootFailure, n)
 	for r := range n {
-		failures[r] = RootFailure{Root: m.roots.Path(r), Err: s.failed[r]}
+		failures[r] = RootFailure{Root: m.roots.Path(r), Err: s.cause(r)}
 	}
 	return nil, &NoUsableRootError{Failures: failures}
+}
+
+// place tries to create a file under root r. It returns the file, or an error that ends the
+// search (out of descriptors), or neither when r failed and was set aside: for good, or until
+// it has room again if it was out of space.
+func (m *Manager) place(s *spillState, r int) (*File, error) {
+	f, err := m.createIn(s, r)
+	if err != nil {
+		if outOfDescriptors(err) {
+			// The process, or the system, is out of descriptors: no root is to blame, and
+			// giving them up would fail this plan for good over a passing shortage.
+			return nil, &DescriptorLimitError{Err: m.fsError(err)}
+		}
+		err = m.fsError(err)
+		if outOfSpace(err) {
+			s.markFull(r, err, m.freeSpace(r))
+		} else {
+			s.failed[r] = err
+		}
+		return nil, nil
+	}
+	s.next = (r + 1) % m.roots.Len()
+	s.files[f] = struct{}{}
+	if !s.spilled {
+		s.spilled = true
+		m.stats().PlansSpilled.Add(1)
+	}
+	m.stats().FilesCreated.Add(1)
+	return f, nil
 }
 
 func (m *Manager) spillState() *spillState {
@@ -178,6 +209,7 @@ func (m *Manager) spillState() *spillState {
 			next:    mrand.IntN(n),
 			current: make([]*planDir, n),
 			failed:  make([]error, n),
+			full:    make([]*fullMark, n),
 			files:   make(map[*File]struct{}),
 		}
 	}
@@ -202,14 +234,23 @@ func (m *Manager) createIn(s *spillState, r int) (*File, error) {
 	return f, err
 }
 
-// giveUpRoot takes root r out of the rotation for new files, because a write there showed it
-// can take no more (see RootFull). Files already there stay readable and writable.
-func (m *Manager) giveUpRoot(r int, err error) {
+// rootFull is told by a file of root r that a write there found no space (err, see RootFull),
+// once the file was truncated back to size bytes: a root out of space leaves the rotation until
+// it has room again, a read-only one for good. Files already there stay readable and writable.
+func (m *Manager) rootFull(r int, err error, size int64) {
+	free := m.freeSpace(r)
+	if free >= 0 {
+		free += size // the file's bytes will likely be freed by the caller's retry elsewhere
+	}
 	m.mu.Lock()
-	if m.state != nil && m.state.failed[r] == nil {
+	defer m.mu.Unlock()
+	switch {
+	case m.state == nil || m.state.failed[r] != nil:
+	case outOfSpace(err):
+		m.state.markFull(r, err, free)
+	default:
 		m.state.failed[r] = err
 	}
-	m.mu.Unlock()
 }
 
 // fsError counts a failed filesystem call and returns err.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -306,4 +307,42 @@ func TestIntermediatePassOverTheLimitFailsCleanly(t *testing.T) {
 	assert.Empty(t, runFiles(t, root))
 	assert.Zero(t, m.Used())
 	assert.Zero(t, s.MemoryUsed())
+}
+
+// A disk that fills up in the middle of an intermediate pass and is freed again while the sort
+// goes on (someone removed what filled it) takes the sort's files again: the pass is written
+// again on the other disk, later passes come back to the freed one, and the sort completes with
+// every record in order and exact accounting.
+func TestRealDiskThatFillsAndFreesDuringTheMergeTakesRunsAgain(t *testing.T) {
+	small, good := faultenv.Tmpfs(t, "size=16m"), t.TempDir()
+	m := managerOver(t, small, good)
+	s := newSorter(t, m, 32<<10)
+	p := newPeakMeter(s)
+	ballast := filepath.Join(small, "ballast")
+	var filled, freed, backOnSmall bool
+	p.onStep = func() {
+		f := s.pass.w.run.file
+		onSmall := strings.HasPrefix(f.Path(), small+string(filepath.Separator))
+		switch {
+		case !filled && onSmall && f.Size() > 0:
+			faultenv.Fill(t, ballast)
+			filled = true
+		case filled && !freed && !onSmall:
+			require.NoError(t, os.Remove(ballast)) // the pass went on on the other disk
+			freed = true
+		case freed && onSmall:
+			backOnSmall = true
+		}
+	}
+	recs := manyRuns(26, 20_000, 24)
+	addSpilling(t, s, p, recs, 40)
+	got := drainSampling(t, s, p, 4096)
+	require.True(t, freed, "the small disk filled under a pass, which went on elsewhere")
+	assert.True(t, backOnSmall, "a later pass wrote on the disk once it was freed")
+	assert.Positive(t, s.Stats().RewrittenRuns)
+	assertSorted(t, recs, got)
+	require.NoError(t, s.Close())
+	assert.Zero(t, m.Used())
+	assert.Empty(t, runFiles(t, small))
+	assert.Empty(t, runFiles(t, good))
 }

@@ -70,3 +70,23 @@ func TestRealENOSPCOnTheOnlyRootFailsTheSpill(t *testing.T) {
 	require.NoError(t, m.Close())
 	assert.Empty(t, planDirs(t, full))
 }
+
+// A run larger than the only disk's free space fails the spill once, promptly: releasing the
+// half-written run frees its bytes, but that is no new room, so the disk is not tried again and
+// again with the same run.
+func TestRealRunLargerThanTheOnlyDiskFailsOnce(t *testing.T) {
+	root := faultenv.Tmpfs(t, "size=2m")
+	m := managerOver(t, root)
+	s := newSorter(t, m, 16<<20)
+	require.NoError(t, s.Add(encode(randomRecords(27, 12_000, 16, 512)))) // about 3 MiB
+	_, err := s.Spill()
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	var noRoot *spill.NoUsableRootError
+	require.ErrorAs(t, err, &noRoot)
+	assert.Equal(t, int64(1), s.Stats().RewrittenRuns, "written once, tried once more, then failed")
+	assert.Empty(t, runFiles(t, root))
+	assert.Zero(t, m.Used())
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, root))
+}

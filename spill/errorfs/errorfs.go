@@ -13,6 +13,8 @@
 //     an error, partial or not;
 //   - a failed create, mkdir or lock creation creates nothing, with the Op word "open", "mkdir"
 //     and "open": as ENOSPC on a tmpfs out of inodes does, and EMFILE under a low RLIMIT_NOFILE;
+//   - a failed statfs (FS.FreeSpace) reports the Op word "statfs" and the root's path, as ENOENT
+//     does for a root that is not there;
 //   - a failed remove or rmdir removes nothing (EROFS on a read-only bind mount), except that
 //     ENOENT removes first: unlink reports ENOENT only when the name is already gone, as after a
 //     cleaner raced it.
@@ -56,10 +58,11 @@ const (
 	OpWrite                // Handle.WriteAt
 	OpRead                 // Handle.ReadAt
 	OpTruncate             // Handle.Truncate
+	OpFreeSpace            // FS.FreeSpace
 	NumOps                 // the number of kinds
 )
 
-var opNames = [NumOps]string{"openroot", "mkdir", "opendir", "createlock", "trylock", "create", "remove", "rmdir", "statat", "stat", "statlock", "readdir", "write", "read", "truncate"}
+var opNames = [NumOps]string{"openroot", "mkdir", "opendir", "createlock", "trylock", "create", "remove", "rmdir", "statat", "stat", "statlock", "readdir", "write", "read", "truncate", "freespace"}
 
 func (o Op) String() string {
 	if o < NumOps {
@@ -93,6 +96,8 @@ func (o Op) pathErrOp(errno syscall.Errno) string {
 		return "read"
 	case OpTruncate:
 		return "truncate"
+	case OpFreeSpace:
+		return "statfs"
 	}
 	return "open"
 }
@@ -213,6 +218,13 @@ func (f *FS) OpenRoot(path string) (spill.Dir, error) {
 		return nil, err
 	}
 	return &dir{Dir: d, fs: f}, nil
+}
+
+func (f *FS) FreeSpace(path string) (int64, error) {
+	if err := f.fault(OpFreeSpace, path); err != nil {
+		return 0, err
+	}
+	return f.base.FreeSpace(path)
 }
 
 type dir struct {

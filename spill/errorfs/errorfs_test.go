@@ -141,6 +141,18 @@ func TestInjectedFaultsLookReal(t *testing.T) {
 		assert.Equal(t, outcome{Op: "rmdir", Name: "d", Errno: syscall.EROFS, Exists: true}, real)
 		assert.Equal(t, real, removeOutcome(t, injecting(syscall.EROFS, errorfs.OpRemoveDir), other, "d", true))
 	})
+	t.Run("statfs ENOENT: the root is not there", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "gone")
+		_, err := spill.OSFS{}.FreeSpace(missing)
+		real := outcomeOf(err, missing)
+		assert.Equal(t, outcome{Op: "statfs", Name: "gone", Errno: syscall.ENOENT}, real)
+		there := filepath.Join(t.TempDir(), "gone")
+		require.NoError(t, os.Mkdir(there, 0o700))
+		_, err = injecting(syscall.ENOENT, errorfs.OpFreeSpace).FreeSpace(there)
+		injected := outcomeOf(err, there)
+		injected.Exists = false // injected ENOENT claims the root is missing while it is there
+		assert.Equal(t, real, injected)
+	})
 	t.Run("remove ENOENT: the name is gone", func(t *testing.T) {
 		real := removeOutcome(t, spill.OSFS{}, t.TempDir(), "never-there", false)
 		assert.Equal(t, outcome{Op: "remove", Name: "never-there", Errno: syscall.ENOENT}, real)
