@@ -65,27 +65,13 @@ class NativeLoaderSuite extends AnyFunSuite {
 
   private def library: Path = new File(sys.props.getOrElse(Property, fail(s"-D$Property is set by build.sbt for tests"))).toPath
 
-  /** A root-only test (mounts) cancels without root, but fails under CI=true, where root is given. */
-  private def requireRoot(): Unit =
-    if (Seq("id", "-u").!!.trim != "0") {
-      if (sys.env.get("CI").contains("true")) fail("this test needs root (mount), and CI=true promises it")
-      else cancel("needs root to mount a tmpfs")
-    }
-
   private def withTempDir[T](body: Path => T): T = {
     val dir = Files.createTempDirectory("spillway-loader-")
     try body(dir)
     finally TestFiles.deleteRecursively(dir)
   }
 
-  /** A fresh tmpfs mounted at a temp dir with `options`, unmounted and removed afterwards. */
-  private def withTmpfs[T](options: String)(body: Path => T): T = withTempDir { dir =>
-    requireRoot()
-    val mount = Seq("mount", "-t", "tmpfs", "-o", s"size=16m,$options", "tmpfs", dir.toString)
-    assert(mount.! == 0, s"${mount.mkString(" ")} failed")
-    try body(dir)
-    finally assert(Seq("umount", dir.toString).! == 0, s"umount $dir failed")
-  }
+  private def withTmpfs[T](options: String)(body: Path => T): T = RealMounts.withTmpfs(s"size=16m,$options")(body)
 
   test("the jar's copy is extracted into -Dspillway.library.extractDir, created if missing, and unlinked once loaded") {
     withTempDir { dir =>
