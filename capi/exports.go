@@ -1,9 +1,8 @@
 // Package capi is the C ABI of libspillway.so (include/spillway.h), for native engines in the
-// process. Like the JNI entry points (package main in jni/, which imports this package so that the
-// library exports both), it converts C values to Go values and errors to status codes and
-// messages, and nothing else: the logic lives in package plan, on the process-wide registry both
-// doors share. Every entry point validates its pointers and recovers panics: nothing a caller
-// passes may crash the process.
+// process (cmd/libspillway links it beside the JNI door, package jni). Like the JNI entry points,
+// it converts C values to Go values and errors to status codes and messages, and nothing else:
+// the logic lives in package plan, on the process-wide registry both doors share. Every entry
+// point validates its pointers and recovers panics: nothing a caller passes may crash the process.
 package capi
 
 /*

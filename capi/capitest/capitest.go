@@ -1,11 +1,11 @@
-// Package cabi is test support for package jni (libspillway): it calls the library's C ABI
-// (include/spillway.h) through C, as a native engine in the JVM's process does, so that a test
-// can use one plan through both doors. Go test files cannot use cgo; this package holds the calls.
-// Nothing of this package is part of libspillway.so.
-package cabi
+// Package capitest calls the C ABI (include/spillway.h) through C, as a native engine in the JVM's
+// process does, for tests of other packages: jni's tests use one plan through both doors with it.
+// Go test files cannot use cgo; this package holds the calls, and links package capi, whose
+// exports it calls. Nothing imports it but tests: it is no part of libspillway.so.
+package capitest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../include
+#cgo CFLAGS: -I${SRCDIR}/../../include
 #include <stdlib.h>
 #include "spillway.h"
 */
@@ -98,12 +98,6 @@ func Size(file int64) (logical, stored int64, e error) {
 	var err C.spillway_error
 	e = check(C.spillway_file_size(C.int64_t(file), &l, &s, &err), &err)
 	return int64(l), int64(s), e
-}
-
-// ReleaseFile is spillway_file_release.
-func ReleaseFile(file int64) error {
-	var err C.spillway_error
-	return check(C.spillway_file_release(C.int64_t(file), &err), &err)
 }
 
 // ReadAll reads the file through one reader, closed at the end.
