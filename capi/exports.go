@@ -217,20 +217,3 @@ func spillway_reader_close(reader C.int64_t, err *C.spillway_error) (code C.int3
 	defer recoverPanic(&code, err)
 	return result(err, registry.CloseReader(uint64(reader)))
 }
-
-//export spillway_stats_get
-func spillway_stats_get(out *C.spillway_stats, err *C.spillway_error) (code C.int32_t) {
-	defer recoverPanic(&code, err)
-	if out == nil {
-		return fail(err, argumentError("out is NULL; pass a spillway_stats to fill"))
-	}
-	st := registry.Stats()
-	*out = C.spillway_stats{
-		live_plans: C.int64_t(st.LivePlans), plans_spilled: C.int64_t(st.PlansSpilled),
-		dirs_created: C.int64_t(st.DirsCreated), files_created: C.int64_t(st.FilesCreated),
-		bytes_written: C.int64_t(st.BytesWritten), limit_failures: C.int64_t(st.LimitFailures),
-		fs_errors: C.int64_t(st.FSErrors), bytes_in_use: C.int64_t(st.BytesInUse),
-		go_heap_bytes: C.int64_t(st.GoHeapBytes), logical_bytes_written: C.int64_t(st.LogicalBytesWritten),
-	}
-	return C.SPILLWAY_OK
-}

@@ -67,3 +67,41 @@ func TestJVMPlanIsAdoptedThroughTheCABI(t *testing.T) {
 	require.ErrorAs(t, err, &cerr)
 	assert.EqualValues(t, capitest.ErrInvalidHandle, cerr.Status)
 }
+
+// Both doors expose the one stats layout: the C ABI names, in the JNI door's order, the counters
+// the JVM reads, with the same kinds, and counts a plan the JVM creates.
+func TestBothDoorsReadTheSameCounters(t *testing.T) {
+	j := attach(t)
+	kinds := map[int32]string{capitest.StatCount: string(plan.Count), capitest.StatLevel: string(plan.Level)}
+	before, err := capitest.Stats()
+	require.NoError(t, err)
+	var names, kindNames []string
+	for _, s := range before {
+		names = append(names, s.Name)
+		kindNames = append(kindNames, kinds[s.Kind])
+	}
+	assert.Equal(t, j.goStrings(Java_spillway_NativeSpill_statsNames(j.raw, 0)), names)
+	j.ok("statsNames")
+	assert.Equal(t, j.goStrings(Java_spillway_NativeSpill_statsKinds(j.raw, 0)), kindNames)
+	j.ok("statsKinds")
+
+	_, a, _ := roots(t)
+	jvmPlan := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), math.MaxInt64)
+	j.ok("createPlan")
+	live, err := capitest.StatValue("livePlans")
+	require.NoError(t, err)
+	created, err := capitest.StatValue("plansCreated")
+	require.NoError(t, err)
+	j.releasePlan(jvmPlan)
+	value := func(name string) int64 {
+		for _, s := range before {
+			if s.Name == name {
+				return s.Value
+			}
+		}
+		t.Fatalf("no counter %s through the C ABI", name)
+		return 0
+	}
+	assert.Equal(t, value("livePlans")+1, live, "the JVM's plan is live for the C side")
+	assert.Equal(t, value("plansCreated")+1, created)
+}

@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"fmt"
 	"runtime/metrics"
+	"strings"
 )
 
 // Stats is a snapshot of what the registry's plans hold and have done.
@@ -30,18 +32,20 @@ const (
 	Level StatKind = "level"
 )
 
-// Stat is one value of Stats as it crosses to the JVM: its name (the plugin's metric name), its
-// kind, and where it is in Stats.
+// Stat is one value of Stats as it crosses to a door: its name (the plugin's metric name, the C
+// ABI's counter name), its kind, and where it is in Stats.
 type Stat struct {
 	Name  string
 	Kind  StatKind
 	Value func(*Stats) int64
 }
 
-// StatsLayout is the order of NativeSpill.stats' array: the one place that says which value is
-// where. The JVM reads the names and kinds from the library (NativeSpill.statsNames, statsKinds)
-// and finds a value by its name, so a value added here needs no change anywhere else. Append
-// only: clients that predate a value read the array by position.
+// StatsLayout is the one list of the process's counters, for every door: the JNI door's
+// NativeSpill.statsNames, statsKinds and stats, and the C ABI's spillway_stats_count,
+// spillway_stats_describe, spillway_stats_read and spillway_stats_value, expose its entries by
+// index, name and kind. Callers find a counter by its name, never by a position of their own, so
+// a counter added here needs no change anywhere else. A name keeps its meaning for good: renaming
+// or removing one breaks callers (for the C ABI, a new SPILLWAY_ABI_VERSION).
 var StatsLayout = []Stat{
 	{"livePlans", Level, func(s *Stats) int64 { return s.LivePlans }},
 	{"plansSpilled", Count, func(s *Stats) int64 { return s.PlansSpilled }},
@@ -54,6 +58,21 @@ var StatsLayout = []Stat{
 	{"goHeapBytes", Level, func(s *Stats) int64 { return s.GoHeapBytes }},
 	{"logicalBytesSpilled", Count, func(s *Stats) int64 { return s.LogicalBytesWritten }},
 	{"plansCreated", Count, func(s *Stats) int64 { return s.PlansCreated }},
+}
+
+// StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
+// the names there are.
+func StatIndex(name string) (int, error) {
+	for i, s := range StatsLayout {
+		if s.Name == name {
+			return i, nil
+		}
+	}
+	names := make([]string, len(StatsLayout))
+	for i, s := range StatsLayout {
+		names[i] = s.Name
+	}
+	return 0, &ArgumentError{Reason: fmt.Sprintf("there is no counter named %q; the counters are %s", name, strings.Join(names, ", "))}
 }
 
 // Stats counts on demand: live and created plans are counted by walking the handle shards, so

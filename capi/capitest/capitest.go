@@ -122,3 +122,53 @@ func ReadAll(file int64) ([]byte, error) {
 		out = append(out, C.GoBytes(buf, C.int(n))...)
 	}
 }
+
+// The counter kinds of the header.
+const (
+	StatCount = C.SPILLWAY_STAT_COUNT
+	StatLevel = C.SPILLWAY_STAT_LEVEL
+)
+
+// Stat is one counter as the C ABI gives it.
+type Stat struct {
+	Name  string
+	Kind  int32
+	Value int64
+}
+
+// Stats is every counter, in the library's order: spillway_stats_count, spillway_stats_describe
+// for each, then one spillway_stats_read.
+func Stats() ([]Stat, error) {
+	var n C.int32_t
+	var err C.spillway_error
+	if e := check(C.spillway_stats_count(&n, &err), &err); e != nil {
+		return nil, e
+	}
+	stats := make([]Stat, n)
+	for i := range stats {
+		var name *C.char
+		var kind C.int32_t
+		if e := check(C.spillway_stats_describe(C.int32_t(i), &name, &kind, &err), &err); e != nil {
+			return nil, e
+		}
+		stats[i].Name, stats[i].Kind = C.GoString(name), int32(kind)
+	}
+	values := make([]C.int64_t, max(n, 1))
+	if e := check(C.spillway_stats_read(&values[0], n, &err), &err); e != nil {
+		return nil, e
+	}
+	for i := range stats {
+		stats[i].Value = int64(values[i])
+	}
+	return stats, nil
+}
+
+// StatValue is spillway_stats_value.
+func StatValue(name string) (int64, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var v C.int64_t
+	var err C.spillway_error
+	e := check(C.spillway_stats_value(cname, &v, &err), &err)
+	return int64(v), e
+}
