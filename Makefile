@@ -9,7 +9,10 @@ export CGO_CFLAGS := -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
 SBT := project/sbt
 
 LIB := build/libspillway.so
-GO_SOURCES := $(shell find spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
+GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
+# The library's main package: it links the JNI door (jni/) and the C ABI (capi/) side by side.
+LIB_MAIN := ./cmd/libspillway
+LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
 
 .PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion datafusion-jni test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
@@ -17,13 +20,14 @@ all: lib
 
 lib: $(LIB)
 
-# Only the JNI entry points are exported (the version script); -s -w drop the symbol tables, Go's
-# own stack traces still work.
+# The version script exports exactly the JNI entry points (Java_spillway_NativeSpill_*, JNI_OnLoad)
+# and the C ABI (the functions of include/spillway.h; make test-c checks both lists against the
+# library), nothing else; -s -w drop the symbol tables, Go's own stack traces still work.
 $(LIB): $(GO_SOURCES)
 	@mkdir -p build
 	go build -buildmode=c-shared -trimpath \
-		-ldflags="-s -w -extldflags=-Wl,--version-script=$(CURDIR)/jni/exports.map" \
-		-o $@ ./jni
+		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
+		-o $@ $(LIB_MAIN)
 
 # The linux/arm64 library (AWS Graviton and other arm64 executors), cross-compiled with Debian's
 # cross toolchain (apt-get install gcc-aarch64-linux-gnu; about a minute the first time). The jar
@@ -38,8 +42,8 @@ $(LIB_ARM64): $(GO_SOURCES)
 		{ echo "lib-arm64 needs aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	CC=aarch64-linux-gnu-gcc GOOS=linux GOARCH=arm64 go build -buildmode=c-shared -trimpath \
-		-ldflags="-s -w -extldflags=-Wl,--version-script=$(CURDIR)/jni/exports.map" \
-		-o $@ ./jni
+		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
+		-o $@ $(LIB_MAIN)
 
 # The product jar (target/scala-2.13/spillway_2.13-*.jar): the JVM classes and the libraries only.
 JAR_LIBS := lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)

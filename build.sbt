@@ -123,6 +123,10 @@ lazy val demo = (project in file("scala-shim/demo"))
     sparkRunSettings,
     publish / skip := true,
     libraryDependencies += sparkProvided,
+    // ClusterDemo checks the plugin's metrics as Spark's metrics system holds them, with the
+    // suites' probe: a test file (not in the product jar), compiled into the demo jar as well.
+    Compile / unmanagedSources += (spillway / baseDirectory).value /
+      "scala-shim/src/test/scala/org/apache/spark/spillway/PluginMetricsProbe.scala",
     Compile / mainClass := Some("spillway.demo.Demo")
   )
 

@@ -1,9 +1,8 @@
 // Package capi is the C ABI of libspillway.so (include/spillway.h), for native engines in the
-// process. Like the JNI entry points (package main in jni/, which imports this package so that the
-// library exports both), it converts C values to Go values and errors to status codes and
-// messages, and nothing else: the logic lives in package plan, on the process-wide registry both
-// doors share. Every entry point validates its pointers and recovers panics: nothing a caller
-// passes may crash the process.
+// process (cmd/libspillway links it beside the JNI door, package jni). Like the JNI entry points,
+// it converts C values to Go values and errors to status codes and messages, and nothing else:
+// the logic lives in package plan, on the process-wide registry both doors share. Every entry
+// point validates its pointers and recovers panics: nothing a caller passes may crash the process.
 package capi
 
 /*
@@ -217,21 +216,4 @@ func spillway_reader_read(reader C.int64_t, buf *C.uint8_t, capacity C.int64_t, 
 func spillway_reader_close(reader C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	return result(err, registry.CloseReader(uint64(reader)))
-}
-
-//export spillway_stats_get
-func spillway_stats_get(out *C.spillway_stats, err *C.spillway_error) (code C.int32_t) {
-	defer recoverPanic(&code, err)
-	if out == nil {
-		return fail(err, argumentError("out is NULL; pass a spillway_stats to fill"))
-	}
-	st := registry.Stats()
-	*out = C.spillway_stats{
-		live_plans: C.int64_t(st.LivePlans), plans_spilled: C.int64_t(st.PlansSpilled),
-		dirs_created: C.int64_t(st.DirsCreated), files_created: C.int64_t(st.FilesCreated),
-		bytes_written: C.int64_t(st.BytesWritten), limit_failures: C.int64_t(st.LimitFailures),
-		fs_errors: C.int64_t(st.FSErrors), bytes_in_use: C.int64_t(st.BytesInUse),
-		go_heap_bytes: C.int64_t(st.GoHeapBytes), logical_bytes_written: C.int64_t(st.LogicalBytesWritten),
-	}
-	return C.SPILLWAY_OK
 }

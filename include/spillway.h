@@ -38,7 +38,7 @@
  *   in some order). Creating and releasing a plan that never spills takes no lock shared by all
  *   plans and makes no filesystem call.
  * Memory: the library never keeps a caller's pointer past the call, and never returns memory the
- *   caller must free.
+ *   caller must free (the counters' names are the library's own, static strings).
  */
 #ifndef SPILLWAY_H
 #define SPILLWAY_H
@@ -50,8 +50,10 @@ extern "C" {
 #endif
 
 /* The version of this ABI; spillway_abi_version returns it. A change that breaks a caller
- * compiled against an older header bumps it. */
-#define SPILLWAY_ABI_VERSION 1
+ * compiled against an older header bumps it. Version 2: the counters are named
+ * (spillway_stats_count, _describe, _read, _value) in place of version 1's fixed spillway_stats
+ * struct and spillway_stats_get. */
+#define SPILLWAY_ABI_VERSION 2
 
 /* A limit that never refuses a write (INT64_MAX). */
 #define SPILLWAY_UNLIMITED INT64_MAX
@@ -202,25 +204,39 @@ int32_t spillway_reader_read(int64_t reader, uint8_t *buf, int64_t cap, int64_t 
  * Errors: INVALID_HANDLE (unknown or already closed). */
 int32_t spillway_reader_close(int64_t reader, spillway_error *err);
 
-/* ---- Process-wide counters ---- */
+/* ---- Process-wide counters ----
+ *
+ * What the process's plans (the JVM's and the C side's) hold and have done, as named counters:
+ * the same counters, under the same names, as the JVM's (spillway.NativeStats and the plugin's
+ * metrics). The library owns the list (plan/stats.go in its sources): find a counter by its name,
+ * never by an index or a count written into the caller, since a newer library may have more.
+ * Indexes run from 0 to the count - 1 and stay fixed while the library is loaded. */
 
-/* A snapshot of what the process's plans (the JVM's and the C side's) hold and have done. */
-typedef struct {
-	int64_t live_plans;            /* plans created and not yet released */
-	int64_t plans_spilled;         /* plans that created at least one file */
-	int64_t dirs_created;          /* plan dirs created */
-	int64_t files_created;         /* spill files created */
-	int64_t bytes_written;         /* bytes written to spill files: on disk, framing included */
-	int64_t limit_failures;        /* writes refused by a plan's or the executor's limit */
-	int64_t fs_errors;             /* filesystem calls that failed */
-	int64_t bytes_in_use;          /* bytes in the live files of all plans */
-	int64_t go_heap_bytes;         /* bytes on the library's Go heap */
-	int64_t logical_bytes_written; /* plain bytes written to framed files */
-} spillway_stats;
+/* A counter's kind: it only grows while the process lives (report its rate)... */
+#define SPILLWAY_STAT_COUNT 1
+/* ...or it goes up and down (report it as it is). */
+#define SPILLWAY_STAT_LEVEL 2
 
-/* Fills *out.
- * Errors: INVALID_ARGUMENT (NULL out). */
-int32_t spillway_stats_get(spillway_stats *out, spillway_error *err);
+/* Writes the number of counters to *count_out.
+ * Errors: INVALID_ARGUMENT (NULL count_out). */
+int32_t spillway_stats_count(int32_t *count_out, spillway_error *err);
+
+/* Writes counter index's name to *name_out and its kind (SPILLWAY_STAT_*) to *kind_out; either
+ * may be NULL. The name is a NUL-terminated ASCII string owned by the library, valid while it is
+ * loaded: never free or change it.
+ * Errors: INVALID_ARGUMENT (index < 0 or not below the count). */
+int32_t spillway_stats_describe(int32_t index, const char **name_out, int32_t *kind_out, spillway_error *err);
+
+/* Writes the values of counters 0 to n - 1, read at one moment, to values[0] to values[n - 1]:
+ * with n the count, every counter (index i named by spillway_stats_describe(i, ...)). n 0 writes
+ * nothing (values may then be NULL).
+ * Errors: INVALID_ARGUMENT (n < 0 or above the count, NULL values with n > 0). */
+int32_t spillway_stats_read(int64_t *values, int32_t n, spillway_error *err);
+
+/* Writes the value of the counter named name (e.g. "livePlans") to *value_out.
+ * Errors: INVALID_ARGUMENT (NULL name or value_out, no counter of that name: the message lists
+ * the names there are). */
+int32_t spillway_stats_value(const char *name, int64_t *value_out, spillway_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
-// Command jni is libspillway.so, the JNI library behind spillway.NativeSpill (build it with
-// -buildmode=c-shared). It converts JNI values to Go values and errors to Java exceptions, and
-// nothing else: the logic lives in package plan. Every entry point recovers panics, because a Go
-// panic that escapes into the JVM aborts the executor.
-package main
+// Package jni is the JNI door of libspillway.so (cmd/libspillway links it beside the C ABI's):
+// the entry points behind spillway.NativeSpill. It converts JNI values to Go values and errors to
+// Java exceptions, and nothing else: the logic lives in package plan. Every entry point recovers
+// panics, because a Go panic that escapes into the JVM aborts the executor.
+package jni
 
 /*
 #include "native.h"
@@ -10,12 +10,8 @@ package main
 import "C"
 
 import (
-	// The C ABI (include/spillway.h): its exports are the library's as well, on the same registry.
-	_ "github.com/spillway/spillway/capi"
 	"github.com/spillway/spillway/plan"
 )
-
-func main() {}
 
 // registry holds every plan of this process: the C ABI's (package capi) use it too. A variable, so
 // that a test can make an entry point panic.

@@ -1,4 +1,4 @@
-package main
+package jni
 
 // These tests call the library's JNI entry points directly from Go, with the JNIEnv of a real
 // JVM hosted in this test binary through jnigi (one JVM per process, started in TestMain): Java

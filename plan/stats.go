@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"fmt"
 	"runtime/metrics"
+	"strings"
 )
 
 // Stats is a snapshot of what the registry's plans hold and have done.
@@ -22,7 +24,8 @@ type Stats struct {
 }
 
 // StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
-// metrics system reports its rate), a Level goes up and down (reported as it is).
+// metrics system reports its rate; the Spark plugin registers it as a Dropwizard counter), a
+// Level goes up and down (reported as it is; a gauge).
 type StatKind string
 
 const (
@@ -30,30 +33,59 @@ const (
 	Level StatKind = "level"
 )
 
-// Stat is one value of Stats as it crosses to the JVM: its name (the plugin's metric name), its
-// kind, and where it is in Stats.
+// Stat is one value of Stats as it crosses to a door: its name (the plugin's metric name, the C
+// ABI's counter name), its kind, and where it is in Stats.
 type Stat struct {
 	Name  string
 	Kind  StatKind
 	Value func(*Stats) int64
 }
 
-// StatsLayout is the order of NativeSpill.stats' array: the one place that says which value is
-// where. The JVM reads the names and kinds from the library (NativeSpill.statsNames, statsKinds)
-// and finds a value by its name, so a value added here needs no change anywhere else. Append
-// only: clients that predate a value read the array by position.
+// StatsLayout is the one list of the process's counters, with what each means, for every door:
+// the JNI door's NativeSpill.statsNames, statsKinds and stats, and the C ABI's
+// spillway_stats_count, spillway_stats_describe, spillway_stats_read and spillway_stats_value,
+// expose its entries by index, name and kind. Callers find a counter by its name, never by a position of their own, so
+// a counter added here needs no change anywhere else. A name keeps its meaning for good: renaming
+// or removing one breaks callers (for the C ABI, a new SPILLWAY_ABI_VERSION).
 var StatsLayout = []Stat{
+	// Plans created and not yet released: one per running Spark task that asked for one.
 	{"livePlans", Level, func(s *Stats) int64 { return s.LivePlans }},
+	// Plans that created at least one spill file.
 	{"plansSpilled", Count, func(s *Stats) int64 { return s.PlansSpilled }},
+	// Plan dirs created: a plan creates one in each local dir it spills into.
 	{"dirsCreated", Count, func(s *Stats) int64 { return s.DirsCreated }},
+	// Spill files created.
 	{"spillFiles", Count, func(s *Stats) int64 { return s.FilesCreated }},
+	// Bytes written to spill files, on disk (compressed and framed).
 	{"bytesSpilled", Count, func(s *Stats) int64 { return s.BytesWritten }},
+	// Writes refused by a plan's or the executor's limit.
 	{"limitFailures", Count, func(s *Stats) int64 { return s.LimitFailures }},
+	// Filesystem calls that failed (a missing, full or unwritable local dir).
 	{"filesystemErrors", Count, func(s *Stats) int64 { return s.FSErrors }},
+	// Bytes in live spill files now, all plans together: what the executor limit bounds.
 	{"bytesInUse", Level, func(s *Stats) int64 { return s.BytesInUse }},
+	// The library's Go heap, outside the Java heap (count it in spark.executor.memoryOverhead).
 	{"goHeapBytes", Level, func(s *Stats) int64 { return s.GoHeapBytes }},
+	// Plain bytes written to framed files and sort runs, before compression (against
+	// bytesSpilled, the compression ratio).
 	{"logicalBytesSpilled", Count, func(s *Stats) int64 { return s.LogicalBytesWritten }},
+	// Plans created: a Spark task that never asks for one creates none.
 	{"plansCreated", Count, func(s *Stats) int64 { return s.PlansCreated }},
+}
+
+// StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
+// the names there are.
+func StatIndex(name string) (int, error) {
+	for i, s := range StatsLayout {
+		if s.Name == name {
+			return i, nil
+		}
+	}
+	names := make([]string, len(StatsLayout))
+	for i, s := range StatsLayout {
+		names[i] = s.Name
+	}
+	return 0, &ArgumentError{Reason: fmt.Sprintf("there is no counter named %q; the counters are %s", name, strings.Join(names, ", "))}
 }
 
 // Stats counts on demand: live and created plans are counted by walking the handle shards, so

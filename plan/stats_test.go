@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // numberFields gives each int64 field of *v (embedded structs' fields included) its own value,
@@ -56,5 +57,21 @@ func TestSortStatsLayoutReadsDistinctFields(t *testing.T) {
 		v := s.Value(&st)
 		assert.Empty(t, seen[v], "%s and %s read the same field", s.Name, seen[v])
 		seen[v] = s.Name
+	}
+}
+
+// Every counter is found by its name; an unknown name is a bad argument that lists the names.
+func TestStatIndexFindsEachCounterByName(t *testing.T) {
+	for i, s := range StatsLayout {
+		got, err := StatIndex(s.Name)
+		assert.NoError(t, err)
+		assert.Equal(t, i, got, s.Name)
+	}
+	_, err := StatIndex("spillFile")
+	var arg *ArgumentError
+	require.ErrorAs(t, err, &arg)
+	assert.Contains(t, err.Error(), `no counter named "spillFile"`)
+	for _, s := range StatsLayout {
+		assert.Contains(t, err.Error(), s.Name)
 	}
 }

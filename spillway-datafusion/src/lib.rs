@@ -26,7 +26,7 @@ mod writer;
 pub use error::{SpillwayError, Status};
 pub use factory::SpillwayTempFileFactory;
 pub use file::SpillwaySpillFile;
-pub use library::{Spillway, SpillwayStats, ABI_VERSION, LIBRARY_ENV};
+pub use library::{Spillway, SpillwayStats, StatKind, ABI_VERSION, LIBRARY_ENV};
 pub use plan::{SpillwayLocalDirs, SpillwayPlan, UNLIMITED};
 pub use reader::READ_CHUNK_BYTES;
 pub use writer::WRITE_BUFFER_BYTES;

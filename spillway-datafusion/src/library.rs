@@ -20,7 +20,7 @@ use libloading::os::unix::{Library, RTLD_LAZY};
 use crate::error::{SpillwayError, Status};
 
 /// The version of the C ABI this crate was written against (`SPILLWAY_ABI_VERSION`).
-pub const ABI_VERSION: i32 = 1;
+pub const ABI_VERSION: i32 = 2;
 
 /// The environment variable [`Spillway::from_env`] reads: the path of libspillway.so to load when
 /// the process has none loaded yet.
@@ -51,39 +51,69 @@ type DirsRegisterFn =
     unsafe extern "C" fn(*const *const c_char, i32, *mut i64, *mut RawError) -> i32;
 type PlanCreateInFn = unsafe extern "C" fn(i64, i64, i64, *mut i64, *mut RawError) -> i32;
 type ConfigureFormatFn = unsafe extern "C" fn(*const c_char, i32, i32, i32, *mut RawError) -> i32;
-type StatsFn = unsafe extern "C" fn(*mut SpillwayStats, *mut RawError) -> i32;
+type StatsCountFn = unsafe extern "C" fn(*mut i32, *mut RawError) -> i32;
+type StatsDescribeFn =
+    unsafe extern "C" fn(i32, *mut *const c_char, *mut i32, *mut RawError) -> i32;
+type StatsReadFn = unsafe extern "C" fn(*mut i64, i32, *mut RawError) -> i32;
+type StatsValueFn = unsafe extern "C" fn(*const c_char, *mut i64, *mut RawError) -> i32;
 
-/// A snapshot of what the process's plans (the JVM's and native ones) hold and have done
-/// (`spillway_stats`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How a counter behaves (`SPILLWAY_STAT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatKind {
+    /// It only grows while the process lives: report its rate.
+    Count,
+    /// It goes up and down: report it as it is.
+    Level,
+    /// A kind this crate does not know (a newer library).
+    Unknown(i32),
+}
+
+impl StatKind {
+    fn from_code(code: i32) -> StatKind {
+        match code {
+            1 => StatKind::Count,
+            2 => StatKind::Level,
+            other => StatKind::Unknown(other),
+        }
+    }
+}
+
+/// One read of the process's counters (what its plans, the JVM's and native ones, hold and have
+/// done), by name: the library owns the list and its names (the JVM's metric names, e.g.
+/// `livePlans`, `bytesSpilled`), so a counter is found by its name, never by a position.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpillwayStats {
-    /// Plans created and not yet released.
-    pub live_plans: i64,
-    /// Plans that created at least one file.
-    pub plans_spilled: i64,
-    /// Plan dirs created.
-    pub dirs_created: i64,
-    /// Spill files created.
-    pub files_created: i64,
-    /// Bytes written to spill files: on disk, framing included.
-    pub bytes_written: i64,
-    /// Writes refused by a plan's or the executor's limit.
-    pub limit_failures: i64,
-    /// Filesystem calls that failed.
-    pub fs_errors: i64,
-    /// Bytes in the live files of all plans.
-    pub bytes_in_use: i64,
-    /// Bytes on the library's Go heap.
-    pub go_heap_bytes: i64,
-    /// Plain bytes written to framed files.
-    pub logical_bytes_written: i64,
+    counters: Vec<(&'static str, StatKind, i64)>,
+}
+
+impl SpillwayStats {
+    /// The value of the counter named `name`, or None if the library has none of that name.
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.counters
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|&(_, _, v)| v)
+    }
+
+    /// The kind of the counter named `name`, or None as for [`SpillwayStats::get`].
+    pub fn kind(&self, name: &str) -> Option<StatKind> {
+        self.counters
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|&(_, k, _)| k)
+    }
+
+    /// Every counter as (name, kind, value), in the library's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, StatKind, i64)> + '_ {
+        self.counters.iter().copied()
+    }
 }
 
 /// The C ABI's entry points, copied out of the library (which is never unloaded).
 struct Functions {
     configure_format: ConfigureFormatFn,
-    stats_get: StatsFn,
+    stats_read: StatsReadFn,
+    stats_value: StatsValueFn,
     local_dirs_register: DirsRegisterFn,
     local_dirs_release: HandleFn,
     plan_create_in: PlanCreateInFn,
@@ -104,6 +134,9 @@ struct Functions {
 /// libspillway, bound. Cheap to share (`Arc`); every plan and file keeps one.
 pub struct Spillway {
     fns: Functions,
+    // The counters' names and kinds, asked once: they are fixed while the library is loaded, and
+    // their strings are the library's, which is never unloaded.
+    counters: Vec<(&'static str, StatKind)>,
     path: PathBuf,
     // Never dlclose'd: unloading a Go runtime would pull its code from under its own threads.
     _library: ManuallyDrop<Library>,
@@ -243,12 +276,36 @@ impl Spillway {
         })
     }
 
-    /// What the process's plans (the JVM's and native ones) hold and have done.
+    /// Every counter of the process's plans (the JVM's and native ones), read at one moment.
     pub fn stats(&self) -> Result<SpillwayStats, SpillwayError> {
-        let mut stats = SpillwayStats::default();
-        // SAFETY: stats is a writable spillway_stats; err is writable.
-        call(|err| unsafe { (self.fns.stats_get)(&mut stats, err) })?;
-        Ok(stats)
+        let mut values = vec![0i64; self.counters.len()];
+        // The library's count, which is an int32_t.
+        let n = values.len() as i32;
+        // SAFETY: values is writable for n values; err is writable.
+        call(|err| unsafe { (self.fns.stats_read)(values.as_mut_ptr(), n, err) })?;
+        Ok(SpillwayStats {
+            counters: self
+                .counters
+                .iter()
+                .zip(values)
+                .map(|(&(name, kind), v)| (name, kind, v))
+                .collect(),
+        })
+    }
+
+    /// The counter named `name` now (e.g. `"livePlans"`); an unknown name is an
+    /// InvalidArgument error whose message lists the names there are.
+    pub fn stat(&self, name: &str) -> Result<i64, SpillwayError> {
+        let name = CString::new(name).map_err(|_| {
+            SpillwayError::new(
+                Status::InvalidArgument,
+                "the counter name contains a NUL byte",
+            )
+        })?;
+        let mut value = 0i64;
+        // SAFETY: name is a valid C string for the call; value and err are writable.
+        call(|err| unsafe { (self.fns.stats_value)(name.as_ptr(), &mut value, err) })?;
+        Ok(value)
     }
 
     pub(crate) fn plan_release(&self, plan: i64) -> Result<(), SpillwayError> {
@@ -476,7 +533,8 @@ fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
     }
     let fns = Functions {
         configure_format: sym!("spillway_configure_format"),
-        stats_get: sym!("spillway_stats_get"),
+        stats_read: sym!("spillway_stats_read"),
+        stats_value: sym!("spillway_stats_value"),
         local_dirs_register: sym!("spillway_local_dirs_register"),
         local_dirs_release: sym!("spillway_local_dirs_release"),
         plan_create_in: sym!("spillway_plan_create_in"),
@@ -493,11 +551,49 @@ fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
         reader_read: sym!("spillway_reader_read"),
         reader_close: sym!("spillway_reader_close"),
     };
+    let counters = counters(
+        sym!("spillway_stats_count"),
+        sym!("spillway_stats_describe"),
+    )?;
     Ok(Spillway {
         fns,
+        counters,
         path,
         _library: library,
     })
+}
+
+/// The library's counters, as (name, kind) by index.
+fn counters(
+    count: StatsCountFn,
+    describe: StatsDescribeFn,
+) -> Result<Vec<(&'static str, StatKind)>, SpillwayError> {
+    let mut n = 0i32;
+    // SAFETY: n and err are writable.
+    call(|err| unsafe { count(&mut n, err) })?;
+    (0..n)
+        .map(|i| {
+            let (mut name, mut kind) = (std::ptr::null::<c_char>(), 0i32);
+            // SAFETY: name, kind and err are writable.
+            call(|err| unsafe { describe(i, &mut name, &mut kind, err) })?;
+            if name.is_null() {
+                return Err(SpillwayError::new(
+                    Status::Internal,
+                    format!("spillway_stats_describe gave counter {i} no name"),
+                ));
+            }
+            // SAFETY: a NUL-terminated string the library owns while it is loaded, and it is
+            // never unloaded.
+            let name: &'static CStr = unsafe { CStr::from_ptr(name) };
+            let name = name.to_str().map_err(|_| {
+                SpillwayError::new(
+                    Status::Internal,
+                    format!("counter {i} has a name that is not UTF-8"),
+                )
+            })?;
+            Ok((name, StatKind::from_code(kind)))
+        })
+        .collect()
 }
 
 /// The already-loaded object that exports the C ABI, if any.

@@ -93,9 +93,10 @@ int main(int argc, char **argv) {
 		}
 		spillway_local_dirs_release(dirs, &err);
 	}
-	spillway_stats st;
+	int64_t live = -1, dirs_created = -1;
 	spillway_error err;
-	if (spillway_stats_get(&st, &err) != SPILLWAY_OK || st.live_plans != 0 || st.dirs_created != 0) {
+	if (spillway_stats_value("livePlans", &live, &err) != SPILLWAY_OK ||
+	    spillway_stats_value("dirsCreated", &dirs_created, &err) != SPILLWAY_OK || live != 0 || dirs_created != 0) {
 		fprintf(stderr, "bench: plans left or dirs created\n");
 		return 1;
 	}

@@ -108,11 +108,12 @@ static void fill(uint8_t *buf, size_t n, uint32_t seed, int compressible) {
 	}
 }
 
-static spillway_stats stats(void) {
-	spillway_stats st;
-	memset(&st, 0, sizeof st);
-	OK(spillway_stats_get(&st, E));
-	return st;
+// counter is the value of the counter named name now (-1 if it cannot be read), found by its name as every
+// caller should: the library owns the list.
+static int64_t counter(const char *name) {
+	int64_t v = -1;
+	OK(spillway_stats_value(name, &v, E));
+	return v;
 }
 
 // write_file creates a file in plan, writes data in pieces of varying size, and finishes it.
@@ -157,6 +158,64 @@ static void read_all(int64_t file, const uint8_t *want, int64_t n, int64_t cap) 
 static void test_version(void) {
 	current = "version";
 	CHECK(spillway_abi_version() == SPILLWAY_ABI_VERSION, "abi version %d", spillway_abi_version());
+}
+
+// The counters by name: each index has a name and a kind, one read gives every value, and a plan
+// created and released moves the counts a reader finds by name.
+static void test_stats(void) {
+	current = "stats";
+	int32_t n = 0;
+	OK(spillway_stats_count(&n, E));
+	CHECK(n >= 11 && n <= 64, "%d counters", (int)n);
+	if (n < 1 || n > 64) {
+		return;
+	}
+	int created_at = -1, live_at = -1;
+	for (int32_t i = 0; i < n; i++) {
+		const char *name = NULL;
+		int32_t kind = 0;
+		OK(spillway_stats_describe(i, &name, &kind, E));
+		CHECK(name != NULL && name[0] != 0, "counter %d has no name", (int)i);
+		CHECK(kind == SPILLWAY_STAT_COUNT || kind == SPILLWAY_STAT_LEVEL, "counter %d has kind %d", (int)i, (int)kind);
+		if (name == NULL) {
+			continue;
+		}
+		for (int32_t k = 0; k < i; k++) {
+			const char *other = NULL;
+			OK(spillway_stats_describe(k, &other, NULL, E));
+			CHECK(other == NULL || strcmp(other, name) != 0, "counters %d and %d are both %s", (int)k, (int)i, name);
+		}
+		if (strcmp(name, "plansCreated") == 0) {
+			created_at = i;
+			CHECK(kind == SPILLWAY_STAT_COUNT, "plansCreated is a count");
+		}
+		if (strcmp(name, "livePlans") == 0) {
+			live_at = i;
+			CHECK(kind == SPILLWAY_STAT_LEVEL, "livePlans is a level");
+		}
+	}
+	CHECK(created_at >= 0 && live_at >= 0, "plansCreated at %d, livePlans at %d", created_at, live_at);
+	if (created_at < 0 || live_at < 0) {
+		return;
+	}
+	int64_t before[64], after[64];
+	OK(spillway_stats_read(before, n, E));
+	CHECK(counter("plansCreated") == before[created_at], "by name and by index differ");
+	const char *roots[1] = {make_root(0, "stats")};
+	int64_t plan = 0;
+	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan, E));
+	CHECK(counter("livePlans") == before[live_at] + 1, "the new plan is not live");
+	OK(spillway_plan_release(plan, E));
+	OK(spillway_stats_read(after, n, E));
+	CHECK(after[created_at] == before[created_at] + 1, "plansCreated %lld, before %lld", (long long)after[created_at],
+	      (long long)before[created_at]);
+	CHECK(after[live_at] == before[live_at], "livePlans %lld, before %lld", (long long)after[live_at],
+	      (long long)before[live_at]);
+	int64_t first = -7;
+	OK(spillway_stats_read(&first, 1, E)); // the first counter alone
+	CHECK(first >= 0, "the first counter read alone is %lld", (long long)first);
+	OK(spillway_stats_read(NULL, 0, E));
+	remove_root(roots[0]);
 }
 
 // No dir until the first file, and then only in the root it lands in; release removes it.
@@ -290,14 +349,14 @@ static void test_plan_limit(void) {
 	uint8_t *data = malloc(n);
 	fill(data, n, 3, 0);
 	OK(spillway_plan_create(roots, 1, 400 * 1000, SPILLWAY_UNLIMITED, &plan, E));
-	spillway_stats before = stats();
+	int64_t refused_before = counter("limitFailures");
 	int64_t small = write_file(plan, data, 100 * 1000);
 	OK(spillway_file_create(plan, &file, E));
 	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, "spark.spillway.maxTempDirectorySize", spillway_file_write(file, data, n, F));
 	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, NULL, spillway_file_write(file, data, 10, F)); // no more writes
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	CHECK(used <= 400 * 1000, "used %lld passes the limit", (long long)used);
-	CHECK(stats().limit_failures > before.limit_failures, "the refusal was not counted");
+	CHECK(counter("limitFailures") > refused_before, "the refusal was not counted");
 	read_all(small, data, 100 * 1000, 65536);
 	OK(spillway_plan_release(plan, E));
 	free(data);
@@ -332,7 +391,7 @@ static void test_executor_limit(void) {
 static void test_release_removes_everything(void) {
 	current = "release";
 	const char *roots[3] = {make_root(0, "release-a"), make_root(1, "release-b"), make_root(2, "release-c")};
-	spillway_stats before = stats();
+	int64_t live_before = counter("livePlans"), in_use_before = counter("bytesInUse");
 	int64_t plan = 0, files[12], readers[4];
 	uint8_t data[5000];
 	fill(data, sizeof data, 9, 1);
@@ -346,7 +405,7 @@ static void test_release_removes_everything(void) {
 			OK(spillway_file_write(files[i], data, sizeof data, E));
 		}
 	}
-	CHECK(stats().live_plans == before.live_plans + 1, "live plans");
+	CHECK(counter("livePlans") == live_before + 1, "live plans");
 	OK(spillway_plan_release(plan, E));
 	for (int r = 0; r < 3; r++) {
 		CHECK(entries(roots[r]) == 0, "%s keeps %d entries", roots[r], entries(roots[r]));
@@ -360,11 +419,10 @@ static void test_release_removes_everything(void) {
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_read(readers[0], buf, 16, &count, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_close(readers[1], F));
 	CHECK(count == 7 && out == 7, "a failed call wrote an out-parameter");
-	spillway_stats after = stats();
-	CHECK(after.live_plans == before.live_plans, "live plans %lld, before %lld", (long long)after.live_plans,
-	      (long long)before.live_plans);
-	CHECK(after.bytes_in_use == before.bytes_in_use, "bytes in use %lld, before %lld", (long long)after.bytes_in_use,
-	      (long long)before.bytes_in_use);
+	CHECK(counter("livePlans") == live_before, "live plans %lld, before %lld", (long long)counter("livePlans"),
+	      (long long)live_before);
+	CHECK(counter("bytesInUse") == in_use_before, "bytes in use %lld, before %lld", (long long)counter("bytesInUse"),
+	      (long long)in_use_before);
 	for (int r = 0; r < 3; r++) {
 		remove_root(roots[r]);
 	}
@@ -382,7 +440,11 @@ static void test_bad_inputs(void) {
 	file = write_file(plan, data, sizeof data);
 	OK(spillway_file_create(plan, &unfinished, E));
 	OK(spillway_reader_open(file, &reader, E));
-	spillway_stats before = stats();
+	const char *unchanged[4] = {"livePlans", "spillFiles", "dirsCreated", "bytesInUse"};
+	int64_t counters_before[4];
+	for (int i = 0; i < 4; i++) {
+		counters_before[i] = counter(unchanged[i]);
+	}
 	int entries_before = entries(roots[0]);
 	int64_t used_before = 0, logical_before = 0;
 	OK(spillway_plan_used_disk_space(plan, &used_before, E));
@@ -458,7 +520,22 @@ static void test_bad_inputs(void) {
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "len_out is NULL", spillway_file_path(file, (char *)data, 100, NULL, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "cap is -1", spillway_file_path(file, (char *)data, -1, &out, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_file_path(file, NULL, 10, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "out is NULL", spillway_stats_get(NULL, F));
+	int32_t n_stats = 0;
+	OK(spillway_stats_count(&n_stats, E));
+	int64_t values[64];
+	const char *name = NULL;
+	int32_t kind = 0, count_out = (int32_t)sentinel;
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "count_out is NULL", spillway_stats_count(NULL, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "index is -1", spillway_stats_describe(-1, &name, &kind, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "the counters are 0 to", spillway_stats_describe(n_stats, &name, &kind, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "n is -1", spillway_stats_read(values, -1, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "the number of counters", spillway_stats_read(values, n_stats + 1, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "values is NULL", spillway_stats_read(NULL, 1, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "name is NULL", spillway_stats_value(NULL, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "value_out is NULL", spillway_stats_value("livePlans", NULL, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "no counter named \"live_plans\"; the counters are livePlans",
+	      spillway_stats_value("live_plans", &out, F));
+	CHECK(name == NULL && kind == 0 && count_out == (int32_t)sentinel, "a failed stats call wrote an out-parameter");
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "codec is NULL", spillway_configure_format(NULL, 1, 0, 128, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "snappy", spillway_configure_format("snappy", 1, 0, 128, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, NULL, spillway_configure_format("zstd", 99, 0, 128, F));
@@ -506,10 +583,10 @@ static void test_bad_inputs(void) {
 	free(wide);
 
 	// Nothing changed by any of it.
-	spillway_stats after = stats();
-	CHECK(after.live_plans == before.live_plans && after.files_created == before.files_created &&
-	          after.dirs_created == before.dirs_created && after.bytes_in_use == before.bytes_in_use,
-	      "the failed calls changed the counters");
+	for (int i = 0; i < 4; i++) {
+		CHECK(counter(unchanged[i]) == counters_before[i], "the failed calls changed %s: %lld, before %lld", unchanged[i],
+		      (long long)counter(unchanged[i]), (long long)counters_before[i]);
+	}
 	int64_t used = 0, logical = 0;
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	OK(spillway_file_size(unfinished, &logical, NULL, E));
@@ -569,7 +646,7 @@ static void test_disk_full(const char *tmpfs) {
 	const int64_t kept_n = 300 * 1000, piece = 100 * 1000;
 	uint8_t *data = malloc(kept_n);
 	fill(data, kept_n, 13, 0);
-	spillway_stats before = stats();
+	int64_t fs_errors_before = counter("filesystemErrors");
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan, E));
 	int64_t kept = write_file(plan, data, kept_n);
 	OK(spillway_file_create(plan, &full, E));
@@ -586,7 +663,7 @@ static void test_disk_full(const char *tmpfs) {
 	CHECK(rc == SPILLWAY_ERR_IO, "filling the disk gave %d", (int)rc);
 	CHECK(rc == SPILLWAY_OK || strstr(err.message, "no space left on device") != NULL, "message: %s", err.message);
 	CHECK(written > 0, "nothing fitted before the disk was full");
-	CHECK(stats().fs_errors > before.fs_errors, "the failure was not counted");
+	CHECK(counter("filesystemErrors") > fs_errors_before, "the failure was not counted");
 	// Counted exactly: the plan's bytes are those on disk.
 	OK(spillway_file_size(full, NULL, &stored, E));
 	OK(spillway_plan_used_disk_space(plan, &used, E));
@@ -667,6 +744,7 @@ int main(int argc, char **argv) {
 	}
 	snprintf(scratch, sizeof scratch, "%s", argv[1]);
 	test_version();
+	test_stats();
 	test_lazy_dirs();
 	test_registered_dirs();
 	test_round_trip();
@@ -678,7 +756,7 @@ int main(int argc, char **argv) {
 	test_format();
 	test_disk_full(argv[2]);
 	current = "end";
-	CHECK(stats().live_plans == 0, "%lld plans left", (long long)stats().live_plans);
+	CHECK(counter("livePlans") == 0, "%lld plans left", (long long)counter("livePlans"));
 	CHECK(entries(scratch) == 0, "the scratch dir keeps %d entries", entries(scratch));
 	if (failures > 0) {
 		fprintf(stderr, "%d checks failed\n", failures);

@@ -268,12 +268,9 @@ public final class NativeSpill {
   }
 
   /**
-   * Fills {@code out[0..STATS_LENGTH)} with this JVM's counters, named by {@link #statsNames}:
-   * live plans, plans that spilled, plan directories created, spill files created, bytes written
-   * to spill files (on disk: compressed and framed), writes refused by a limit, failed filesystem
-   * calls, bytes in live spill files now, bytes of the library's Go heap (outside the Java heap:
-   * count it in spark.executor.memoryOverhead), and the plain bytes written to framed files and
-   * sort runs (before compression).
+   * Fills {@code out[0..STATS_LENGTH)} with this process's counters, named by {@link #statsNames}.
+   * The library owns the list and what each counter means ({@code StatsLayout} in plan/stats.go,
+   * the same counters the C ABI gives); read them by name, e.g. with {@code spillway.NativeStats.read()}.
    *
    * @throws IllegalArgumentException if {@code out} is null or shorter than {@link #STATS_LENGTH}
    */

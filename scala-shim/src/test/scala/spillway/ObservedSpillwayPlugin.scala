@@ -1,15 +1,15 @@
 package spillway
 
 import org.apache.spark.api.plugin.ExecutorPlugin
+import org.apache.spark.spillway.PluginMetricsProbe
 
 /**
  * [[SpillwayPlugin]] as tests run it (`spark.plugins=spillway.ObservedSpillwayPlugin`): its
- * executor component is the product's, kept where this JVM's tests can read what it did at start,
- * and its metrics read the native counters on every poll, so a test sees a change at once.
+ * executor component is the product's, kept where this JVM's tests can read what it did at start.
  */
 class ObservedSpillwayPlugin extends SpillwayPlugin {
   override def executorPlugin(): ExecutorPlugin = {
-    val plugin = new SpillwayExecutorPlugin(metricsMaxAgeNanos = 0)
+    val plugin = new SpillwayExecutorPlugin
     ObservedSpillwayPlugin.executor = Some(plugin)
     plugin
   }
@@ -22,5 +22,5 @@ object ObservedSpillwayPlugin {
   def startup: Option[SpillwayStartup] = executor.flatMap(_.startup)
 
   /** Where Spark's metrics system holds this plugin's metrics. */
-  val MetricsSource: String = SpillwayPluginMetrics.sourceName(classOf[ObservedSpillwayPlugin])
+  val MetricsSource: String = PluginMetricsProbe.sourceName(classOf[ObservedSpillwayPlugin])
 }

@@ -6,6 +6,7 @@ import java.nio.file.{Files, Path}
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
+import org.apache.spark.spillway.PluginMetricsProbe
 
 import org.apache.spark.sql.SparkSession
 import org.scalatest.BeforeAndAfterAll
@@ -105,12 +106,12 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   test("the plugin's metrics are in Spark's metrics system, counts as counters, and follow the native counters") {
     def metrics(): Map[String, Long] = {
       val source = ObservedSpillwayPlugin.MetricsSource
-      SpillwayPluginMetrics.values(source).getOrElse(fail(s"no metrics source $source"))
+      PluginMetricsProbe.values(source).getOrElse(fail(s"no metrics source $source"))
     }
-    assert(SpillwayPlugin.MetricNames.size == NativeSpill.STATS_LENGTH)
+    assert(NativeStats.names.size == NativeSpill.STATS_LENGTH)
     val before = metrics()
-    assert(before.keySet == SpillwayPlugin.MetricNames.toSet)
-    assert(SpillwayPluginMetrics.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
+    assert(before.keySet == NativeStats.names.toSet)
+    assert(PluginMetricsProbe.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
       Set("plansCreated", "plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures",
         "filesystemErrors", "logicalBytesSpilled")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
@@ -149,7 +150,7 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     finally NativeSpill.releasePlan(broken)
 
     val after = metrics()
-    val delta = SpillwayPlugin.MetricNames.map(n => n -> (after(n) - before(n))).toMap
+    val delta = NativeStats.names.map(n => n -> (after(n) - before(n))).toMap
     withClue(s"before $before, after $after: ") {
       assert(delta("plansCreated") == 3, "the two tasks' plans and the broken one")
       assert(delta("plansSpilled") == 2)
@@ -165,28 +166,28 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
   }
 
-  test("the gauges share one read of the counters, renewed once it is older than the max age") {
-    var now = 0L
-    val stats = new NativeStatsCache(maxAgeNanos = 10, nanoTime = () => now)
-    val spillFiles = SpillwayPlugin.MetricNames.indexOf("spillFiles")
-    val first = stats(spillFiles)
+  test("each poll of a metric reads the library's counters then, as NativeStats does") {
+    val source = ObservedSpillwayPlugin.MetricsSource
+    def metric(name: String): Long = PluginMetricsProbe.values(source).getOrElse(fail(s"no metrics source $source"))(name)
+    val first = metric("spillFiles")
+    val livePlans = metric("livePlans")
     val plan = NativeSpill.createPlan(Array(root.resolve("blockmgr-live").toString), MiB)
     try {
+      assert(metric("livePlans") == livePlans + 1, "a plan created since the last poll")
       NativeSpill.createTmpFile(plan)
-      now += 9
-      assert(stats(spillFiles) == first, "within the max age: the cached read")
-      now += 1
-      assert(stats(spillFiles) == first + 1, "at the max age: read anew")
+      assert(metric("spillFiles") == first + 1, "a file created since the last poll")
+      assert(metric("spillFiles") == NativeStats.read()("spillFiles"))
     } finally NativeSpill.releasePlan(plan)
+    assert(metric("livePlans") == livePlans)
   }
 
   test("blockManagerDirs: the given dirs and their real blockmgr-* siblings, no symlinks, no other names") {
     val own = root.resolve("blockmgr-live").toString
-    val (dirs, failures) = SpillwayPlugin.blockManagerDirs(Seq(own))
+    val (dirs, failures) = OrphanSweep.blockManagerDirs(Seq(own))
     val sparkDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     assert(failures.isEmpty)
     assert(dirs == (sparkDirs ++ Seq("blockmgr-dead", "blockmgr-live").map(n => root.resolve(n).toString)).sorted)
-    val (missing, missingFailures) = SpillwayPlugin.blockManagerDirs(Seq(base.resolve("gone/blockmgr-x").toString))
+    val (missing, missingFailures) = OrphanSweep.blockManagerDirs(Seq(base.resolve("gone/blockmgr-x").toString))
     assert(missing == Seq(base.resolve("gone/blockmgr-x").toString), "its own dir is kept even if the parent cannot be listed")
     assert(missingFailures.size == 1 && missingFailures.head.contains("gone"), missingFailures)
   }

@@ -6,10 +6,11 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
+import org.apache.spark.spillway.PluginMetricsProbe
 import org.apache.spark.spillway.demo.ExecutorIds
 import org.apache.spark.sql.SparkSession
 
-import spillway.{NativeLoader, SpillwayPlugin, SpillwayPluginMetrics, TaskSpill}
+import spillway.{NativeLoader, NativeStats, OrphanSweep, TaskSpill}
 
 /** What one executor saw; built inside a task. */
 final case class ExecutorReport(
@@ -163,7 +164,7 @@ object ClusterDemo {
   private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0, logicalBytesSpilled: Long = 0, filesBytesOnDisk: Long = 0): ExecutorReport = {
     val startup = ClusterDemoPlugin.startup
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
-    val (blockManagerDirs, _) = SpillwayPlugin.blockManagerDirs(localDirs)
+    val (blockManagerDirs, _) = OrphanSweep.blockManagerDirs(localDirs)
     ExecutorReport(
       executorId = SparkEnv.get.executorId,
       pid = ProcessHandle.current().pid(),
@@ -176,7 +177,7 @@ object ClusterDemo {
       logicalBytesSpilled = logicalBytesSpilled,
       filesBytesOnDisk = filesBytesOnDisk,
       leftovers = if (planDirs.nonEmpty) Nil else DemoFiles.spillwayEntries(blockManagerDirs, ownerLocks = true),
-      metrics = SpillwayPluginMetrics.values(ClusterDemoPlugin.MetricsSource).getOrElse(Map.empty))
+      metrics = PluginMetricsProbe.values(ClusterDemoPlugin.MetricsSource).getOrElse(Map.empty))
   }
 
   private def describe(r: ExecutorReport): String =
@@ -184,5 +185,5 @@ object ClusterDemo {
       s"orphans swept at start ${r.orphansRemovedAtStart}" +
       (if (r.planDirs.nonEmpty) s", spilled ${r.logicalBytesSpilled} bytes (${r.bytesSpilled} on disk) into ${r.planDirs.mkString(", ")}" else "") +
       (if (r.planDirs.isEmpty) s", left ${r.leftovers.size}" else "") +
-      (if (r.metrics.nonEmpty) s", gauges ${SpillwayPlugin.MetricNames.flatMap(n => r.metrics.get(n).map(v => s"$n=$v")).mkString(" ")}" else "")
+      (if (r.metrics.nonEmpty) s", gauges ${NativeStats.names.flatMap(n => r.metrics.get(n).map(v => s"$n=$v")).mkString(" ")}" else "")
 }

@@ -1,8 +1,9 @@
 package spillway.demo
 
 import org.apache.spark.api.plugin.ExecutorPlugin
+import org.apache.spark.spillway.PluginMetricsProbe
 
-import spillway.{SpillwayExecutorPlugin, SpillwayPlugin, SpillwayPluginMetrics, SpillwayStartup}
+import spillway.{SpillwayExecutorPlugin, SpillwayPlugin, SpillwayStartup}
 
 /**
  * [[SpillwayPlugin]] as [[ClusterDemo]] runs it (`spark.plugins=spillway.demo.ClusterDemoPlugin`):
@@ -24,5 +25,5 @@ object ClusterDemoPlugin {
   def startup: Option[SpillwayStartup] = executor.flatMap(_.startup)
 
   /** Where Spark's metrics system holds this plugin's metrics. */
-  val MetricsSource: String = SpillwayPluginMetrics.sourceName(classOf[ClusterDemoPlugin])
+  val MetricsSource: String = PluginMetricsProbe.sourceName(classOf[ClusterDemoPlugin])
 }

@@ -1,6 +1,5 @@
 package org.apache.spark.spillway
 
-import com.codahale.metrics.MetricRegistry
 import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.internal.config
 import org.apache.spark.memory.{MemoryMode, TaskMemoryManager, UnifiedMemoryManager}
@@ -37,14 +36,6 @@ object SparkInternals {
 
   /** A cancelled task stops between native sort batches, as Spark's InterruptibleIterator does. */
   def killTaskIfInterrupted(task: TaskContext): Unit = task.killTaskIfInterrupted()
-
-  /**
-   * The metric registry of `source` in this JVM's Spark metrics system (MetricsSystem is
-   * private[spark]): the plugin's metrics read back as Spark's sinks see them. None without a
-   * SparkEnv or such a source.
-   */
-  def metricRegistry(source: String): Option[MetricRegistry] =
-    Option(SparkEnv.get).flatMap(_.metricsSystem.getSourcesByName(source).headOption).map(_.metricRegistry)
 
   /**
    * Registers a string setting with SQLConf (its ConfigBuilder is private[spark]), so that

@@ -1,11 +1,11 @@
-// Package cabi is test support for package jni (libspillway): it calls the library's C ABI
-// (include/spillway.h) through C, as a native engine in the JVM's process does, so that a test
-// can use one plan through both doors. Go test files cannot use cgo; this package holds the calls.
-// Nothing of this package is part of libspillway.so.
-package cabi
+// Package capitest calls the C ABI (include/spillway.h) through C, as a native engine in the JVM's
+// process does, for tests of other packages: jni's tests use one plan through both doors with it.
+// Go test files cannot use cgo; this package holds the calls, and links package capi, whose
+// exports it calls. Nothing imports it but tests: it is no part of libspillway.so.
+package capitest
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../include
+#cgo CFLAGS: -I${SRCDIR}/../../include
 #include <stdlib.h>
 #include "spillway.h"
 */
@@ -100,12 +100,6 @@ func Size(file int64) (logical, stored int64, e error) {
 	return int64(l), int64(s), e
 }
 
-// ReleaseFile is spillway_file_release.
-func ReleaseFile(file int64) error {
-	var err C.spillway_error
-	return check(C.spillway_file_release(C.int64_t(file), &err), &err)
-}
-
 // ReadAll reads the file through one reader, closed at the end.
 func ReadAll(file int64) ([]byte, error) {
 	var rh, n C.int64_t
@@ -127,4 +121,54 @@ func ReadAll(file int64) ([]byte, error) {
 		}
 		out = append(out, C.GoBytes(buf, C.int(n))...)
 	}
+}
+
+// The counter kinds of the header.
+const (
+	StatCount = C.SPILLWAY_STAT_COUNT
+	StatLevel = C.SPILLWAY_STAT_LEVEL
+)
+
+// Stat is one counter as the C ABI gives it.
+type Stat struct {
+	Name  string
+	Kind  int32
+	Value int64
+}
+
+// Stats is every counter, in the library's order: spillway_stats_count, spillway_stats_describe
+// for each, then one spillway_stats_read.
+func Stats() ([]Stat, error) {
+	var n C.int32_t
+	var err C.spillway_error
+	if e := check(C.spillway_stats_count(&n, &err), &err); e != nil {
+		return nil, e
+	}
+	stats := make([]Stat, n)
+	for i := range stats {
+		var name *C.char
+		var kind C.int32_t
+		if e := check(C.spillway_stats_describe(C.int32_t(i), &name, &kind, &err), &err); e != nil {
+			return nil, e
+		}
+		stats[i].Name, stats[i].Kind = C.GoString(name), int32(kind)
+	}
+	values := make([]C.int64_t, max(n, 1))
+	if e := check(C.spillway_stats_read(&values[0], n, &err), &err); e != nil {
+		return nil, e
+	}
+	for i := range stats {
+		stats[i].Value = int64(values[i])
+	}
+	return stats, nil
+}
+
+// StatValue is spillway_stats_value.
+func StatValue(name string) (int64, error) {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var v C.int64_t
+	var err C.spillway_error
+	e := check(C.spillway_stats_value(cname, &v, &err), &err)
+	return int64(v), e
 }

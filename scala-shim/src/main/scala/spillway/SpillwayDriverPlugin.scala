@@ -1,0 +1,75 @@
+package spillway
+
+import java.util.{Map => JMap}
+import java.util.concurrent.TimeUnit
+import java.util.concurrent.atomic.AtomicBoolean
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.SparkContext
+import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
+
+/** Sent by an executor's plugin to the driver's when Spillway cannot start on that executor. */
+final case class SpillwayExecutorFailed(executorId: String, host: String, message: String)
+
+/**
+ * The driver component of [[SpillwayPlugin]].
+ *
+ * A cluster manager relaunches an executor that dies at start (Spark standalone does so without
+ * end), so an executor that cannot load the library must not be left to fail on its own: its
+ * plugin reports the failure here first, and from then on every job of the application, running or
+ * submitted later, fails with that message ("Job 0 cancelled Spillway cannot start on executor 1
+ * ..."), and no more executors are requested. The driver program ends as on any failed job, the
+ * same on every cluster manager. The SparkContext is not stopped under the program's feet: a job
+ * submitted after a stop would fail with an unrelated error, not the message. One report suffices:
+ * every executor of an application gets the same jar and options.
+ */
+class SpillwayDriverPlugin extends DriverPlugin {
+  private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
+  @volatile private var sc: SparkContext = _
+  private val failed = new AtomicBoolean(false)
+
+  override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
+    this.sc = sc
+    // Throws on a bad value: SparkContext creation fails with it, before any executor starts.
+    SpillwayConf.validate(sc.getConf).foreach(w => log.warn(s"Spillway: $w"))
+    java.util.Collections.emptyMap()
+  }
+
+  override def receive(message: AnyRef): AnyRef = message match {
+    case f: SpillwayExecutorFailed =>
+      if (failed.compareAndSet(false, true)) endApplication(f)
+      java.lang.Boolean.TRUE
+    case other => throw new IllegalArgumentException(s"unexpected message to the Spillway driver plugin: $other")
+  }
+
+  private def endApplication(f: SpillwayExecutorFailed): Unit = {
+    val reason = s"${f.message} (reported by executor ${f.executorId} on ${f.host}; Spillway fails every " +
+      "job of this application and requests no more executors: a cluster manager would relaunch " +
+      "executors that fail the same way)"
+    log.error(s"Spillway: $reason")
+    val context = sc
+    // Every job started from now on fails with the reason (the driver program may not have
+    // submitted its first job yet); the listener first, so that no job slips between.
+    context.addSparkListener(new SparkListener {
+      override def onJobStart(jobStart: SparkListenerJobStart): Unit = context.cancelJob(jobStart.jobId, reason)
+    })
+    // Not on the RPC thread that delivered the message: asking the cluster manager waits for it.
+    val stopper = new Thread(() => {
+      try {
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
+        if (!context.requestTotalExecutors(0, 0, Map.empty)) {
+          log.warn("Spillway: the cluster manager did not take the request for 0 executors")
+        }
+        // A job whose start the status tracker had not seen yet, nor the listener: cancel again.
+        Thread.sleep(TimeUnit.SECONDS.toMillis(1))
+        context.statusTracker.getActiveJobIds().foreach(id => context.cancelJob(id, reason))
+      } catch {
+        case NonFatal(e) => log.warn("Spillway: could not cancel the jobs or release the executors", e)
+      }
+    }, "spillway-end-application")
+    stopper.setDaemon(true)
+    stopper.start()
+  }
+}
