@@ -2,6 +2,9 @@
 // Bootstrap with project/sbt (downloads the sbt launcher from Maven Central); see the Makefile.
 
 val sparkVersion = "4.1.3"
+// What differs between Spark lines (3.5, 4.0, 4.1) lives in scala-shim/src/main/spark-<line>/, one
+// small folder per line beside the shared sources; the rest of the tree names no version.
+val sparkLine = sparkVersion.split('.').take(2).mkString(".")
 
 // Where the freshly built native library lives (`make lib`); -Dspillway.library.path overrides it
 // for both the jar and the tests, the same property the runtime loader honours.
@@ -62,6 +65,7 @@ lazy val spillway = (project in file("."))
     Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror"), // not for javadoc
     // Sources live in scala-shim/ (src/main/{java,scala}, src/test/scala, ...).
     sourceDirectory := baseDirectory.value / "scala-shim" / "src",
+    Compile / unmanagedSourceDirectories += (Compile / sourceDirectory).value / s"spark-$sparkLine" / "scala",
     libraryDependencies ++= Seq(
       sparkProvided,
       "org.scalatest" %% "scalatest" % "3.2.19" % Test,

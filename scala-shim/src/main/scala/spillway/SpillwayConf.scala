@@ -87,14 +87,17 @@ object SpillwayConf {
   }
 
   private def zstdLevel(conf: SparkConf): Option[Int] =
-    conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).map(_.trim).flatMap(_.toIntOption)
+    conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).flatMap(intValue)
+
+  // String.toIntOption is Scala 2.13's.
+  private def intValue(v: String): Option[Int] = scala.util.Try(v.trim.toInt).toOption
 
   private def formatErrors(conf: SparkConf): Seq[String] = {
     val codec = conf.getOption(CompressionCodecKey).filterNot(c => Codecs.contains(c.trim.toLowerCase(Locale.ROOT))).map { c =>
       s"Invalid value '$c' for $CompressionCodecKey: expected one of ${Codecs.mkString(", ")}"
     }
     val level = conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).filter { v =>
-      v.trim.toIntOption.forall(l => l < 1 || l > 22)
+      intValue(v).forall(l => l < 1 || l > 22)
     }.map(v => s"Invalid zstd level '$v' for $ZstdLevelKey: expected an integer from 1 to 22")
     val bits = conf.getOption("spark.io.encryption.keySizeBits").filter(v => !Set("128", "192", "256").contains(v.trim))
       .map(v => s"Invalid value '$v' for spark.io.encryption.keySizeBits: expected 128, 192 or 256")
@@ -106,8 +109,8 @@ object SpillwayConf {
 
   /** The error for a value of [[SqlSortEnabledKey]] other than true or false, if it is one. */
   def sqlSortEnabledError(value: String): Option[String] =
-    Option.when(!Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT)))(
-      s"Invalid value '$value' for $SqlSortEnabledKey: expected true or false")
+    if (Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT))) None
+    else Some(s"Invalid value '$value' for $SqlSortEnabledKey: expected true or false")
 
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
   val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SqlSortEnabledKey)

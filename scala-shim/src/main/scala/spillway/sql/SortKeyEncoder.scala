@@ -4,7 +4,6 @@ import java.math.{BigInteger, RoundingMode}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.SortOrder
-import org.apache.spark.sql.catalyst.util.CollationFactory
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
 
@@ -76,8 +75,7 @@ object SortKeyEncoder {
    * atomic ones whose Spark ordering is a total order on a fixed representation.
    */
   def unsupportedReason(dataType: DataType): Option[String] = dataType match {
-    case st: StringType if !binaryOrdered(st) =>
-      Some(s"strings under collation ${CollationFactory.fetchCollation(st.collationId).collationName} do not sort by their bytes")
+    case st: StringType if SparkLineTypes.stringOrderProblem(st).isDefined => SparkLineTypes.stringOrderProblem(st)
     case _ if isSupported(dataType) => None
     case _: ArrayType | _: StructType | _: MapType =>
       Some(s"nested type ${dataType.catalogString} (only atomic types are encoded)")
@@ -87,15 +85,11 @@ object SortKeyEncoder {
   def isSupported(dataType: DataType): Boolean = dataType match {
     case BooleanType | ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType => true
     case _: DecimalType => true
-    case st: StringType => binaryOrdered(st)
+    case st: StringType => SparkLineTypes.stringOrderProblem(st).isEmpty
     case BinaryType | DateType | TimestampType | TimestampNTZType | NullType => true
-    case _: YearMonthIntervalType | _: DayTimeIntervalType | _: TimeType => true
-    case _ => false
+    case _: YearMonthIntervalType | _: DayTimeIntervalType => true
+    case other => SparkLineTypes.isTime(other)
   }
-
-  // UTF8_BINARY (the default) orders strings by their UTF-8 bytes; other collations do not.
-  private def binaryOrdered(st: StringType): Boolean =
-    CollationFactory.fetchCollation(st.collationId).supportsBinaryOrdering
 
   private def fieldEncoder(dataType: DataType): FieldEncoder = dataType match {
     case BooleanType => BooleanEncoder
@@ -104,12 +98,13 @@ object SortKeyEncoder {
     // Dates and year-month intervals are ints, times, timestamps and day-time intervals longs,
     // ordered as such by Spark.
     case IntegerType | DateType | _: YearMonthIntervalType => IntEncoder
-    case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType | _: TimeType => LongEncoder
+    case LongType | TimestampType | TimestampNTZType | _: DayTimeIntervalType => LongEncoder
+    case time if SparkLineTypes.isTime(time) => LongEncoder
     case FloatType => FloatEncoder
     case DoubleType => DoubleEncoder
     case d: DecimalType if d.precision <= Decimal.MAX_LONG_DIGITS => new CompactDecimalEncoder(d.precision, d.scale)
     case d: DecimalType => new WideDecimalEncoder(d.precision, d.scale)
-    case st: StringType if binaryOrdered(st) => StringEncoder
+    case st: StringType if SparkLineTypes.stringOrderProblem(st).isEmpty => StringEncoder
     case BinaryType => BinaryEncoder
     case NullType => NullEncoder // always null: only the flag is written
     case other => throw new IllegalArgumentException(s"cannot encode a sort key: ${unsupportedReason(other).getOrElse(other.sql)}")
