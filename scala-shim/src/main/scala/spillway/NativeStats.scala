@@ -1,6 +1,6 @@
 package spillway
 
-import scala.collection.immutable.VectorMap
+import scala.collection.immutable.ListMap
 
 /**
  * One read of the library's process-wide counters, by name: the one reader of
@@ -9,7 +9,7 @@ import scala.collection.immutable.VectorMap
  * (tasks, native sorts, direct users of [[NativeSpill]]). The library owns the list, its names,
  * kinds and meanings (`StatsLayout` in plan/stats.go); nothing here writes it down.
  */
-final case class NativeStats(values: VectorMap[String, Long]) { // in the library's order
+final case class NativeStats(values: ListMap[String, Long]) { // in the library's order (ListMap: Scala 2.12 has no VectorMap)
   /** @throws IllegalArgumentException if the library has no counter of that name */
   def apply(name: String): Long =
     values.getOrElse(name, throw new IllegalArgumentException(s"no native counter named $name; there are ${values.keys.mkString(", ")}"))
@@ -34,13 +34,13 @@ object NativeStats {
    */
   lazy val countNames: Set[String] = {
     NativeLoader.load()
-    names.iterator.zip(NativeSpill.statsKinds()).collect { case (name, "count") => name }.toSet
+    names.iterator.zip(NativeSpill.statsKinds().iterator).collect { case (name, "count") => name }.toSet
   }
 
   /** The counters now, read at one moment (one JNI call). Loads the library. */
   def read(): NativeStats = {
     val out = new Array[Long](names.size)
     NativeSpill.stats(out)
-    NativeStats(names.iterator.zip(out).to(VectorMap))
+    NativeStats(ListMap(names.zip(out): _*))
   }
 }
