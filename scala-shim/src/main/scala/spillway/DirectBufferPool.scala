@@ -1,11 +1,14 @@
 package spillway
 
-import java.nio.{ByteBuffer, ByteOrder}
+import java.nio.{Buffer, ByteBuffer, ByteOrder}
 import java.util.concurrent.atomic.{AtomicLong, AtomicReferenceArray}
 
+import org.apache.spark.unsafe.Platform
+
 /**
- * A small pool of direct buffers shared by the native sorts of a JVM, so that a task running
- * dozens of sorts (a query's sort-merge joins) does not allocate fresh direct memory for each:
+ * A small pool of direct buffers shared by the native sorts of a JVM (their [[NativeSortSession]]s
+ * take their batches from it), so that a task running dozens of sorts (a query's sort-merge
+ * joins) does not allocate fresh direct memory for each:
  * `allocateDirect` zeroes it, and only the garbage collector frees it, outside Spark's accounting.
  *
  * Buffers come in power-of-two sizes from 16 KiB to 1 MiB, at most [[SlotsPerSize]] of each and
@@ -28,8 +31,6 @@ private[spillway] object DirectBufferPool {
   private val slots = new AtomicReferenceArray[ByteBuffer](Sizes * SlotsPerSize)
   // Bytes of the buffers in the pool: reserved before a buffer is put in, so it never passes the cap.
   private val pooled = new AtomicLong
-  private val reused = new AtomicLong
-  private val kept = new AtomicLong
 
   /**
    * A direct buffer of at least `bytes` bytes, position 0, limit its capacity, big-endian (as
@@ -46,7 +47,6 @@ private[spillway] object DirectBufferPool {
       val buffer = slots.get(i)
       if (buffer != null && slots.compareAndSet(i, buffer, null)) {
         pooled.addAndGet(-size)
-        reused.incrementAndGet()
         buffer.clear().order(ByteOrder.BIG_ENDIAN)
         return buffer
       }
@@ -69,23 +69,35 @@ private[spillway] object DirectBufferPool {
     val first = slotOf(size)
     var i = first
     while (i < first + SlotsPerSize) {
-      if (slots.compareAndSet(i, null, buffer)) {
-        kept.incrementAndGet()
-        return
-      }
+      if (slots.compareAndSet(i, null, buffer)) return
       i += 1
     }
     pooled.addAndGet(-size) // every slot of its size is taken
   }
 
-  /** Buffers handed out from the pool rather than allocated, since the JVM started (for tests). */
-  private[spillway] def reusedCount: Long = reused.get
+  /** Bytes of the buffers in the pool now, at most [[MaxPooledBytes]]. */
+  def pooledBytes: Long = pooled.get
 
-  /** Buffers given back and kept, since the JVM started (for tests). */
-  private[spillway] def keptCount: Long = kept.get
+  /**
+   * The native address of `buffer`'s first byte, so that records can be copied into a batch, and
+   * read out of one, with `Platform.copyMemory` / `UnsafeRow.pointTo(null, address, size)` and no
+   * intermediate array. Valid only while `buffer` is reachable: the JVM frees a direct buffer's
+   * memory once the buffer is collected.
+   */
+  def address(buffer: ByteBuffer): Long = {
+    require(buffer.isDirect, "a direct ByteBuffer is needed (ByteBuffer.allocateDirect)")
+    Platform.getLong(buffer, addressOffset)
+  }
 
-  /** Bytes of the buffers in the pool now (for tests). */
-  private[spillway] def pooledBytes: Long = pooled.get
+  // java.nio.Buffer.address, read through Unsafe's field offset, found once by reflection (as
+  // Spark's Platform finds Unsafe itself), so that no JVM module needs to be opened.
+  private lazy val addressOffset: Long = {
+    val unsafeField = Class.forName("sun.misc.Unsafe").getDeclaredField("theUnsafe")
+    unsafeField.setAccessible(true)
+    val unsafe = unsafeField.get(null)
+    unsafe.getClass.getMethod("objectFieldOffset", classOf[java.lang.reflect.Field])
+      .invoke(unsafe, classOf[Buffer].getDeclaredField("address")).asInstanceOf[Long]
+  }
 
   private def sizeFor(bytes: Int): Int = math.max(MinBytes, Integer.highestOneBit(bytes - 1) << 1)
 

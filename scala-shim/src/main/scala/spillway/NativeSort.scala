@@ -21,7 +21,8 @@ object NativeSort {
   /**
    * The records of a partition, sorted. Call on a Spark task's thread (e.g. inside
    * `mapPartitions`); lazy until the first `hasNext`. The sort is released when the result is
-   * exhausted or the task completes, whichever comes first.
+   * exhausted or the task completes, whichever comes first. The iterator is a
+   * [[NativeSortIterator]], whose `stats` are the sort's counters.
    */
   def sort(records: Iterator[(Array[Byte], Array[Byte])]): Iterator[(Array[Byte], Array[Byte])] =
     new NativeSortIterator(records)
@@ -33,5 +34,35 @@ object NativeSort {
   /** `rdd.nativeSortWithinPartitions()` after `import spillway.NativeSort._`. */
   implicit final class NativeSortRDDFunctions(private val rdd: RDD[(Array[Byte], Array[Byte])]) extends AnyVal {
     def nativeSortWithinPartitions(): RDD[(Array[Byte], Array[Byte])] = sortWithinPartitions(rdd)
+  }
+
+  /**
+   * A native sort's counters ([[NativeSortIterator.stats]]).
+   *
+   * @param records records added
+   * @param runs sorted runs spilled to disk
+   * @param spilledBytes bytes the run files take on disk: compressed, encrypted, framed (Spark's
+   *     diskBytesSpilled)
+   * @param spilledMemory bytes of memory freed by spills (Spark's memoryBytesSpilled)
+   * @param memoryUsed bytes of memory held now
+   * @param spilledLogicalBytes the records' bytes written to run files, before compression
+   * @param mergePasses passes of the merge over spilled data: 0 with nothing spilled, 1 for one
+   *     merge, more when the runs were too many for one
+   */
+  final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long,
+      spilledLogicalBytes: Long, mergePasses: Long)
+
+  object Stats {
+    // Positions in NativeSpill.sortStats' array, found by name: the library owns the layout.
+    private lazy val fields = Seq("records", "runs", "spilledBytes", "spilledMemory", "memoryUsed",
+      "spilledLogicalBytes", "mergePasses").map(NativeSpill.sortStatsIndex)
+
+    /** The counters of the live native sort `handle`. */
+    private[spillway] def read(handle: Long): Stats = {
+      val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+      NativeSpill.sortStats(handle, out)
+      val v = fields.map(out(_))
+      Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6))
+    }
   }
 }

@@ -2,13 +2,20 @@ package spillway
 
 import java.nio.{ByteBuffer, ByteOrder}
 
+import org.apache.spark.unsafe.Platform
+
 /**
  * The batch encoding of the sort natives ([[NativeSpill]]'s sortAdd and sortNext): per record,
- * u32 key length | u32 value length | key | value, little-endian, records back to back.
+ * u32 key length | u32 value length | key | value, little-endian, records back to back. Records
+ * are written and read in place, at native addresses in a direct buffer (a [[NativeSortSession]]'s
+ * batches), or through a little-endian `ByteBuffer`.
  */
 object SortBatch {
   /** Bytes of a record's header: its key and value lengths. */
   val HeaderBytes: Int = 8
+
+  /** The largest record a batch takes (a `ByteBuffer` holds at most 2 GiB). */
+  val MaxRecordBytes: Long = Int.MaxValue - 16
 
   /** The encoded size of a record of `key` and `value`. */
   def recordBytes(key: Array[Byte], value: Array[Byte]): Long = HeaderBytes.toLong + key.length + value.length
@@ -23,5 +30,35 @@ object SortBatch {
       .order(ByteOrder.LITTLE_ENDIAN)
     records.foreach { case (k, v) => put(batch, k, v) }
     batch.array()
+  }
+
+  /** Writes the record of `key` and `value` at `address`, which has room for it. */
+  def put(address: Long, key: Array[Byte], value: Array[Byte]): Unit = {
+    putHeader(address, key.length, value.length)
+    Platform.copyMemory(key, Platform.BYTE_ARRAY_OFFSET, null, address + HeaderBytes, key.length.toLong)
+    Platform.copyMemory(value, Platform.BYTE_ARRAY_OFFSET, null, address + HeaderBytes + key.length, value.length.toLong)
+  }
+
+  /** Writes the header of a record at `address`. */
+  def putHeader(address: Long, keyLength: Int, valueLength: Int): Unit = {
+    putIntLE(address, keyLength)
+    putIntLE(address + 4, valueLength)
+  }
+
+  /** The key length of the record at `address`. */
+  def keyLength(address: Long): Int = getIntLE(address)
+
+  /** The value length of the record at `address`. */
+  def valueLength(address: Long): Int = getIntLE(address + 4)
+
+  // The batch format is little-endian; Platform reads and writes the machine's order.
+  private val BigEndian = ByteOrder.nativeOrder() == ByteOrder.BIG_ENDIAN
+
+  private def putIntLE(address: Long, v: Int): Unit =
+    Platform.putInt(null, address, if (BigEndian) Integer.reverseBytes(v) else v)
+
+  private def getIntLE(address: Long): Int = {
+    val v = Platform.getInt(null, address)
+    if (BigEndian) Integer.reverseBytes(v) else v
   }
 }

@@ -49,15 +49,14 @@ final class SpillPlan private (
   }
 
   /**
-   * Starts a native external sort that spills its runs through this plan, under its limit. The
-   * plan's close releases the sort too.
+   * Starts a native external sort that spills its runs through this plan, under its limit: the
+   * sort's handle, for a [[NativeSortSession]], which releases it. The plan's close releases the
+   * sort too.
    *
    * @param memoryBudget most bytes of records the sort holds in memory (positive)
    * @throws IllegalStateException if the plan is closed
    */
-  def createSort(memoryBudget: Long): ExternalSort = withOpenPlan { () =>
-    new ExternalSort(this, NativeSpill.createSort(handle, memoryBudget), memoryBudget)
-  }
+  private[spillway] def createSort(memoryBudget: Long): Long = withOpenPlan(() => NativeSpill.createSort(handle, memoryBudget))
 
   /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))

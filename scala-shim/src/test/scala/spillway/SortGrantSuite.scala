@@ -1,11 +1,10 @@
 package spillway
 
-import java.nio.{ByteBuffer, ByteOrder}
-
 import scala.util.Random
 
 import org.apache.spark.TaskContext
 import org.apache.spark.spillway.MemoryHog
+import org.apache.spark.unsafe.Platform
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task saw of a native sort fed `batches` MiB of records. */
@@ -84,50 +83,45 @@ object SortGrantSuite {
   private val ValueBytes = 100
 
   /**
-   * Runs in a task: adds `batches` batches of about 1 MiB of random records through the consumer
-   * (another consumer first takes all but `leaveForSort` of Spark's memory, if given), then reads
-   * the sorted output and checks its order.
+   * Runs in a task: adds `batches` MiB of random records through a session (another consumer
+   * first takes all but `leaveForSort` of Spark's memory, if given), then reads the sorted output
+   * and checks its order.
    */
   def feed(batches: Int, leaveForSort: Option[Long]): GrantObservation = {
     val task = TaskContext.get()
     val hog = leaveForSort.map(MemoryHog.holdAllBut(task, _))
     try {
-      val (_, consumer) = NativeSortConsumer.forCurrentTask()
+      val session = NativeSortSession.forCurrentTask()
       val random = new Random(batches)
-      val batch = ByteBuffer.allocateDirect(BatchBytes).order(ByteOrder.LITTLE_ENDIAN)
       val key = new Array[Byte](KeyBytes)
       val value = new Array[Byte](ValueBytes)
-      val perBatch = BatchBytes / (SortBatch.HeaderBytes + KeyBytes + ValueBytes)
+      val recordBytes = SortBatch.HeaderBytes + KeyBytes + ValueBytes
+      val perBatch = BatchBytes / recordBytes
       var peakGranted = 0L
       for (_ <- 0 until batches) {
-        batch.clear()
         for (_ <- 0 until perBatch) {
           random.nextBytes(key)
-          SortBatch.put(batch, key, value)
+          SortBatch.put(session.recordAt(recordBytes), key, value)
+          peakGranted = math.max(peakGranted, session.getUsed)
         }
-        consumer.add(batch, batch.position(), perBatch)
-        peakGranted = math.max(peakGranted, consumer.getUsed)
       }
-      val out = ByteBuffer.allocateDirect(BatchBytes).order(ByteOrder.LITTLE_ENDIAN)
+      session.endInput()
+      peakGranted = math.max(peakGranted, session.getUsed)
       var sortedOut = 0L
       var outOfOrder = 0L
       var previous = Array.emptyByteArray
-      var n = consumer.next(out, out.capacity())
-      while (n > 0) {
-        var at = 0
-        while (at < n) {
-          val k = new Array[Byte](out.getInt(at))
-          out.get(at + SortBatch.HeaderBytes, k)
-          if (java.util.Arrays.compareUnsigned(previous, k) > 0) outOfOrder += 1
-          previous = k
-          sortedOut += 1
-          at += SortBatch.HeaderBytes + k.length + out.getInt(at + 4)
-        }
-        n = consumer.next(out, out.capacity())
+      while (session.hasRecord) {
+        val at = session.record
+        val k = new Array[Byte](SortBatch.keyLength(at))
+        Platform.copyMemory(null, at + SortBatch.HeaderBytes, k, Platform.BYTE_ARRAY_OFFSET, k.length.toLong)
+        if (java.util.Arrays.compareUnsigned(previous, k) > 0) outOfOrder += 1
+        previous = k
+        sortedOut += 1
+        session.advance(SortBatch.HeaderBytes + k.length + SortBatch.valueLength(at))
       }
-      val stats = consumer.sort.stats
-      consumer.close()
-      GrantObservation(consumer.sort.memoryBudget, peakGranted, stats.runs, stats.records, sortedOut, outOfOrder,
+      val stats = session.stats
+      session.close()
+      GrantObservation(session.memoryBudget, peakGranted, stats.runs, stats.records, sortedOut, outOfOrder,
         MemoryHog.taskExecutionMemory(task) - hog.fold(0L)(_.getUsed))
     } finally hog.foreach(MemoryHog.release)
   }

@@ -6,6 +6,7 @@ import java.time.{Duration, Instant, LocalDate, LocalDateTime, Period, ZoneOffse
 import java.util.concurrent.ConcurrentLinkedQueue
 import java.util.concurrent.atomic.AtomicReference
 
+import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.Random
 
@@ -28,7 +29,7 @@ import org.apache.spark.spillway.{ListenerBusProbe, MemoryHog}
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
-import spillway.{DirectBufferPool, DirectBuffers, LocalSpark, SpillwayConf, TaskSpill, TestFiles}
+import spillway.{DirectBufferPool, LocalSpark, SpillwayConf, TaskSpill, TestFiles}
 
 /**
  * The extension in real queries, with Spark's own SortExec as the oracle: every query runs with
@@ -212,87 +213,134 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
       .sortWithinPartitions(col("k").desc, col("s"))
 
   test("the last row stays readable after hasNext() is false; its buffers went back to the pool, were reused and overwritten") {
-    // One partition, so that no other task uses the pool meanwhile; emptied first, so that it has
-    // room for the sort's buffers. The task keeps the reference to the last row, as an operator
-    // does (Spark's GroupedIterator reads it after hasNext() is false), then takes every buffer of
-    // the pool, as the next sort would, and overwrites them before reading the row.
+    // One partition, so that no other task uses the pool meanwhile; emptied first, then given one
+    // marked buffer of the batch size, so that where the sort's buffers come from shows. The task
+    // keeps the reference to the last row, as an operator does (Spark's GroupedIterator reads it
+    // after hasNext() is false), then takes every buffer of the pool, as the next sort would, and
+    // overwrites them before reading the row.
     // An RDD action sets no session conf as a local property: the budget is set as one, making
     // 16 KiB batches: the output's first buffer is then the input batch given back.
-    def lastRow(enabled: Boolean): (Long, String, Boolean, Boolean) = withConfs(Enabled -> enabled.toString) {
+    def lastRow(enabled: Boolean): LastRowSeen = withConfs(Enabled -> enabled.toString) {
       val df = sortedWithinPartitions(1)
       assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == (if (enabled) 1 else 0))
       drainPool()
+      val marked = DirectBufferPool.take(DirectBufferPool.MinBytes)
+      val markedAt = DirectBufferPool.address(marked)
+      DirectBufferPool.give(marked)
       withLocalProperty(Budget, "64k")(df.queryExecution.toRdd.mapPartitions { rows =>
         var first: InternalRow = null
         var last: InternalRow = null
-        var lastAddress = 0L // where the rows' bytes were while they pointed into an output buffer
+        val addresses = mutable.ArrayBuffer[Long]() // where the rows' bytes were while they pointed into an output buffer
         var lastValue: UTF8String = null // read without a copy, as generated code does
         while (rows.hasNext) {
           last = rows.next()
           if (first == null) first = last
           val unsafe = last.asInstanceOf[UnsafeRow]
-          if (unsafe.getBaseObject == null) lastAddress = unsafe.getBaseOffset
+          if (unsafe.getBaseObject == null) addresses += unsafe.getBaseOffset
           lastValue = last.getUTF8String(1)
         }
+        val pooled = DirectBufferPool.pooledBytes
         val buffers = drainPool()
-        val overwritten = buffers.exists { b =>
-          val address = DirectBuffers.address(b)
-          lastAddress >= address && lastAddress < address + b.capacity()
-        }
+        val overwritten = addresses.lastOption.exists(at => buffers.exists(holds(_, at)))
+        val outputs = buffers.filter(b => addresses.exists(holds(b, _)))
+        // Both output buffers, and nothing else, are in the pool.
+        val outputsPooled = outputs.size == 2 && addresses.forall(at => outputs.exists(holds(_, at))) &&
+          pooled == outputs.map(_.capacity.toLong).sum
+        // The input batch was the marked buffer, given back after the last add and taken by the output.
+        val outputInBatch = addresses.headOption.exists(at => at >= markedAt && at < markedAt + DirectBufferPool.MinBytes)
         buffers.foreach { b =>
           (0 until b.capacity()).foreach(i => b.put(i, 0xa5.toByte))
           DirectBufferPool.give(b)
         }
         if (enabled) assert(first eq last, "the native sort returns one reused row")
         val onHeap = last.asInstanceOf[UnsafeRow].getBaseObject != null
-        Iterator((last.getLong(0), lastValue.toString, overwritten, onHeap))
+        Iterator(LastRowSeen(last.getLong(0), lastValue.toString, overwritten, onHeap, outputsPooled, outputInBatch,
+          buffers.map(b => (DirectBufferPool.address(b), b.capacity()))))
       }.collect().head)
     }
     val off = lastRow(enabled = false)
-    val recycled = SpillwaySortIterator.recycledOutputs.get
-    val reused = DirectBufferPool.reusedCount
     val on = lastRow(enabled = true)
-    assert(on._3, "the last output buffer was not in the pool once the output was exhausted")
-    assert(on._4, "the last row was not returned as an on-heap copy")
+    assert(on.lastOutputPooled, "the last output buffer was not in the pool once the output was exhausted")
+    assert(on.lastRowOnHeap, "the last row was not returned as an on-heap copy")
     // The row and the string read from it without a copy survived their buffers' reuse.
-    assert((on._1, on._2) == (off._1, off._2))
-    assert(off._1 == 0 && off._2 == "999199919991", off) // k descending, then s: 9991 = 97 × 103
-    assert(SpillwaySortIterator.recycledOutputs.get == recycled + 1)
-    // The pool was empty: the output took the input batch given back after the last add.
-    assert(DirectBufferPool.reusedCount > reused)
-    // Run again, the sort takes its batch and both output buffers, overwritten above, from the
-    // pool, and returns the right rows.
-    val reusedBefore = DirectBufferPool.reusedCount
-    val again = withConfs(Enabled -> "true") {
-      withLocalProperty(Budget, "64k")(sortedWithinPartitions(1).queryExecution.toRdd.map(r => (r.getLong(0), r.getUTF8String(1).toString)).collect())
+    assert((on.k, on.s) == (off.k, off.s))
+    assert(off.k == 0 && off.s == "999199919991", off) // k descending, then s: 9991 = 97 × 103
+    assert(on.outputsPooled, "the sort did not give its two output buffers back to the pool")
+    // The pool held only the marked buffer: the input batch was taken from it, and the output
+    // took the input batch given back after the last add.
+    assert(on.outputInBatch, "the output's first buffer was not the input batch, taken from the pool")
+    // Run again, the sort takes its buffers, overwritten above, from the pool, and returns the
+    // right rows: every row points into one of them.
+    val overwritten = on.givenBack
+    val (again, fromPool) = withConfs(Enabled -> "true") {
+      withLocalProperty(Budget, "64k")(sortedWithinPartitions(1).queryExecution.toRdd.mapPartitions { rows =>
+        var fromPool = true
+        val seen = rows.map { r =>
+          val unsafe = r.asInstanceOf[UnsafeRow]
+          if (unsafe.getBaseObject == null) {
+            val at = unsafe.getBaseOffset
+            fromPool &&= overwritten.exists { case (address, capacity) => at >= address && at < address + capacity }
+          }
+          (r.getLong(0), r.getUTF8String(1).toString)
+        }.toVector
+        Iterator((seen, fromPool))
+      }.collect().head)
     }
-    assert(DirectBufferPool.reusedCount >= reusedBefore + 3)
-    assert(again.toSeq == (0L until 12000L).map(id => (id % 97, id.toString * 3)).sortBy { case (k, s) => (-k, s) })
+    assert(fromPool, "the sort's output buffers were not the pool's")
+    assert(again == (0L until 12000L).map(id => (id % 97, id.toString * 3)).sortBy { case (k, s) => (-k, s) })
     assertNothingLeft()
   }
 
   test("a sort read only partly (LIMIT, a failure downstream) gives no output buffer back; later sorts are correct") {
-    val recycled = SpillwaySortIterator.recycledOutputs.get
+    // Each sort starts on an empty pool: its input batch goes back to the pool once every batch was
+    // added and the output's first buffer takes it again, so the pool stays empty unless the sort
+    // gives its output buffers back.
+    drainPool()
     // CollectLimit reads 10 rows of the first partition's sort: Spark's rows, natively sorted.
     val limited = compare(Seq("k", "s"), Budget -> "64k")(sortedWithinPartitions(3).limit(10))
     assert(limited.rows.size == 10)
-    assert(SpillwaySortIterator.recycledOutputs.get == recycled, "a sort not read to the end gave its buffers back")
+    assert(DirectBufferPool.pooledBytes == 0, "a sort not read to the end gave its buffers back")
     // A downstream operator fails after 1,000 rows of the only partition's sort.
     val failing = udf { (k: Long, n: Long) =>
       if (n == 1000) throw new IllegalStateException("downstream failure")
       k
     }
+    drainPool()
     val e = intercept[Exception](withConfs(Enabled -> "true", Budget -> "64k") {
       val df = sortedWithinPartitions(1).withColumn("n", monotonically_increasing_id()).select(failing(col("k"), col("n")))
       assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == 1)
       df.collect()
     })
     assert(TestFiles.causeChain(e).exists(_.getMessage.contains("downstream failure")), e)
-    assert(SpillwaySortIterator.recycledOutputs.get == recycled, "a failed sort gave its buffers back")
+    assert(DirectBufferPool.pooledBytes == 0, "a failed sort gave its buffers back")
     assertNothingLeft()
-    // The pool is whole: full sorts, two tasks at once, taking its buffers, return Spark's rows.
+    // The pool is whole: full sorts, two tasks at once, taking its buffers, return Spark's rows
+    // and give their buffers back.
+    drainPool()
     compare(Seq("k", "s"), Budget -> "64k")(sortedWithinPartitions(3))
-    assert(SpillwaySortIterator.recycledOutputs.get == recycled + 3)
+    assert(DirectBufferPool.pooledBytes >= 2L * DirectBufferPool.MinBytes, "the sorts read to the end gave no buffer back")
+    // Each of them gives its output buffers back: one after another in one task (coalesce), the
+    // next sort takes them, so the rows of all three point into the same two buffers, which are in
+    // the pool at the end.
+    drainPool()
+    val (rows, sameTwo) = withConfs(Enabled -> "true") {
+      val df = sortedWithinPartitions(3).coalesce(1)
+      assert(collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }.size == 1)
+      withLocalProperty(Budget, "64k")(df.queryExecution.toRdd.mapPartitions { rows =>
+        val addresses = mutable.ArrayBuffer[Long]()
+        var n = 0
+        rows.foreach { r =>
+          val unsafe = r.asInstanceOf[UnsafeRow]
+          if (unsafe.getBaseObject == null) addresses += unsafe.getBaseOffset
+          n += 1
+        }
+        val outputs = drainPool().filter(b => addresses.exists(holds(b, _)))
+        Iterator((n, outputs.size == 2 && addresses.forall(at => outputs.exists(holds(_, at)))))
+      }.collect().head)
+    }
+    assert(rows == 12000)
+    assert(sameTwo, "a sort read to the end did not give its output buffers back for the next one")
+    assertNothingLeft()
   }
 
   test("groupByKey/mapGroups: GroupedIterator reads the last row after hasNext() is false; the same groups") {
@@ -443,6 +491,21 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
 }
 
 object SpillwaySortSqlSuite {
+  /**
+   * What the task of the last-row test saw: the last row's values, whether the last output buffer,
+   * and both output buffers and nothing else, were in the pool once the output was exhausted,
+   * whether the last row was an on-heap copy, whether the output's first buffer was the input
+   * batch, and the (address, capacity) of the buffers it overwrote and gave back to the pool.
+   */
+  final case class LastRowSeen(k: Long, s: String, lastOutputPooled: Boolean, lastRowOnHeap: Boolean, outputsPooled: Boolean,
+      outputInBatch: Boolean, givenBack: Seq[(Long, Int)])
+
+  /** Whether `address` is in `buffer`. */
+  def holds(buffer: java.nio.ByteBuffer, address: Long): Boolean = {
+    val start = DirectBufferPool.address(buffer)
+    address >= start && address < start + buffer.capacity()
+  }
+
   /** Takes every buffer the pool holds (and fresh ones of the sizes it lacks): it is then empty. */
   def drainPool(): Seq[java.nio.ByteBuffer] =
     Iterator.iterate(DirectBufferPool.MinBytes)(_ * 2).takeWhile(_ <= DirectBufferPool.MaxBytes).toSeq
