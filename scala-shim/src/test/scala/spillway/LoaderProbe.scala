@@ -46,11 +46,11 @@ object LoaderProbe {
       // to its current size plus args(1) MiB, then loads. Without the loader's check, the Go runtime
       // would abort this JVM when a reservation fails.
       val extra = args(1).toLong << 20
-      val limit = NativeLoader.AddressSpace.vmSize() + extra
+      val limit = AddressSpace.vmSize() + extra
       val prlimit = new ProcessBuilder("prlimit", s"--pid=${ProcessHandle.current().pid()}", s"--as=$limit:$limit")
         .inheritIO().start()
       if (prlimit.waitFor() != 0) throw new IllegalStateException("prlimit failed")
-      println(s"limit=${NativeLoader.AddressSpace.softLimit()}")
+      println(s"limit=${AddressSpace.softLimit()}")
       report("load", NativeLoader.load())
       if (NativeLoader.loadedFrom() != null) NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")
