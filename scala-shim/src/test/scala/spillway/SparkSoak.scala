@@ -105,7 +105,7 @@ object SparkSoak {
     rnd.nextBytes(chunk)
     var live = 0L
     for (_ <- 1 to 1 + rnd.nextInt(4)) {
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       Counters.files.incrementAndGet()
       val size = chunk.length.toLong * (1 + rnd.nextInt(16))
       Using.resource(file.outputStream()) { out =>

@@ -126,10 +126,10 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
         val plan = TaskSpill.plan()
         val data = new Array[Byte](MiB)
         new java.util.Random(p).nextBytes(data)
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         Using.resource(file.outputStream())(_.write(data))
         val outcome = if (p == 0) {
-          val second = plan.createTmpFile()
+          val second = plan.createSpillFile()
           try {
             Using.resource(second.outputStream())(_.write(data))
             "written"
