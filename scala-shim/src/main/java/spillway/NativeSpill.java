@@ -262,9 +262,6 @@ public final class NativeSpill {
    */
   public static native void stats(long[] out);
 
-  /** Does nothing: measures the floor cost of a call into the library. */
-  public static native void noop();
-
   /**
    * Removes the plan directories that processes which died without releasing their plans (an
    * executor killed mid-spill) left directly inside each of {@code dirs}. A plan directory is

@@ -424,7 +424,6 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   }
 
   test("after the whole matrix the library still works: the sort returns its record, files take bytes") {
-    NativeSpill.noop()
     val out = ByteBuffer.allocateDirect(256).order(ByteOrder.LITTLE_ENDIAN)
     val n = NativeSpill.sortNext(s, out, 0, 256)
     assert(n == record.length)

@@ -14,12 +14,11 @@ object LoaderProbe {
       report("first", NativeLoader.load())
       report("second", NativeLoader.load())
       report("plan", SpillPlan.create(Array("/tmp"), 1))
-      report("direct", NativeSpill.noop())
+      report("direct", NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")
     case Some("extract") =>
       NativeLoader.load()
       NativeLoader.load()
-      NativeSpill.noop()
       NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")
     case Some("second-loader") =>
@@ -33,7 +32,7 @@ object LoaderProbe {
       report("secondLoader", try loader.getMethod("load").invoke(null) catch {
         case e: java.lang.reflect.InvocationTargetException => throw e.getCause
       })
-      NativeSpill.noop()
+      NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println("firstStillWorks=true")
     case Some("load") =>
       // Loads once from wherever the JVM options point; a loaded library must also work.

@@ -29,18 +29,20 @@ import org.openjdk.jmh.util.ListStatistics;
 import org.openjdk.jmh.util.Statistics;
 
 /**
- * Runs every JMH benchmark of the issue "Benchmarks side by side" in one go and writes the
- * Markdown tables: medians, the spread JMH reports, and the ratios the goals are stated in.
- * project/bench.sh runs it; it can also be run alone:
+ * Runs every JMH benchmark that sets Spillway side by side with its baseline (BENCHMARKS.md) in
+ * one go and writes the Markdown tables: medians, the spread JMH reports, and the ratios the goals
+ * are stated in. project/bench.sh runs it; it can also be run alone:
  *
  * <pre>
- * java -cp CLASSPATH -Dspillway.library.path=build/libspillway.so spillway.bench.Report \
+ * java -cp CLASSPATH -Dspillway.library.path=build/libspillway.so \
+ *     -Dspillway.bench.testhooksLibrary=build/libspillway-testhooks.so spillway.bench.Report \
  *     --out build/bench/jmh.md --json-dir build/bench [--quick]
  * </pre>
  *
  * Each benchmark runs in its own forked JVM (JMH's default), so the library's caches start cold
- * in each and one benchmark's leftovers cannot colour another's. {@code --quick} cuts every
- * iteration count and time, to check that everything runs; its numbers mean nothing.
+ * in each and one benchmark's leftovers cannot colour another's. Every fork loads the product
+ * library but the floor's ({@link NativeFloor}), which loads its test build. {@code --quick} cuts
+ * every iteration count and time, to check that everything runs; its numbers mean nothing.
  */
 public final class Report {
   private static final String PKG = "spillway.bench.";
@@ -51,6 +53,8 @@ public final class Report {
 
   private final boolean quick;
   private final Path jsonDir;
+  private final String benchDir;
+  private final String testhooksLibrary;
   private final Options base;
 
   private Report(boolean quick, Path jsonDir) {
@@ -60,15 +64,17 @@ public final class Report {
     if (lib == null) {
       throw new IllegalArgumentException("set -Dspillway.library.path to build/libspillway.so");
     }
-    String dir = System.getProperty(LocalDirs.BASE_PROPERTY, System.getProperty("java.io.tmpdir"));
+    testhooksLibrary = System.getProperty(NativeFloor.LIBRARY_PROPERTY);
+    if (testhooksLibrary == null) {
+      throw new IllegalArgumentException("set -D" + NativeFloor.LIBRARY_PROPERTY
+          + " to build/libspillway-testhooks.so (make lib-testhooks), for the floor");
+    }
+    benchDir = System.getProperty(LocalDirs.BASE_PROPERTY, System.getProperty("java.io.tmpdir"));
     // Modest by design: the whole `make bench` has to fit in about 15 minutes on 2 cores. The
     // 1-thread lifecycle runs (the headline) get 2 forks, the writes 4 interleaved runs a side.
     this.base = new OptionsBuilder()
         // Replaces JMH's default (this JVM's own options), so each fork gets exactly these.
-        .jvmArgs(
-            "-Dspillway.library.path=" + Paths.get(lib).toAbsolutePath(),
-            "-D" + LocalDirs.BASE_PROPERTY + "=" + Paths.get(dir).toAbsolutePath(),
-            "-Xms1g", "-Xmx1g")
+        .jvmArgs(forkArgs(lib))
         .forks(1)
         .warmupIterations(quick ? 1 : 3)
         .warmupTime(quick ? TimeValue.milliseconds(200) : TimeValue.seconds(1))
@@ -113,7 +119,14 @@ public final class Report {
     List<RunResult> lifecycle = new ArrayList<>();
     for (int threads : new int[] {1, 2}) {
       lifecycle.addAll(run("lifecycle-avgt-t" + threads, opts()
-          .include(quote(LIFECYCLE) + "(lazyDirsHandle|lazySameDirs|eager|floorNoop)$")
+          .include(quote(LIFECYCLE) + "(lazyDirsHandle|lazySameDirs|eager)$")
+          .mode(Mode.AverageTime).timeUnit(TimeUnit.NANOSECONDS)
+          .threads(threads)
+          .forks(threads == 1 && !quick ? 2 : 1)));
+      // The floor, the same way, in forks that load the library's test build (NativeFloor).
+      lifecycle.addAll(run("lifecycle-floor-avgt-t" + threads, opts()
+          .include(quote(LIFECYCLE) + "floorNoop$")
+          .jvmArgs(forkArgs(testhooksLibrary))
           .mode(Mode.AverageTime).timeUnit(TimeUnit.NANOSECONDS)
           .threads(threads)
           .forks(threads == 1 && !quick ? 2 : 1)));
@@ -179,6 +192,15 @@ public final class Report {
     return md.toString();
   }
 
+  /** A fork's JVM options, with {@code library} as the library it loads. */
+  private String[] forkArgs(String library) {
+    return new String[] {
+      "-Dspillway.library.path=" + Paths.get(library).toAbsolutePath(),
+      "-D" + LocalDirs.BASE_PROPERTY + "=" + Paths.get(benchDir).toAbsolutePath(),
+      "-Xms1g", "-Xmx1g"
+    };
+  }
+
   private ChainedOptionsBuilder opts() {
     return new OptionsBuilder().parent(base);
   }
@@ -204,11 +226,12 @@ public final class Report {
   private static void lifecycleTables(StringBuilder md, List<RunResult> rs) {
     md.append("### A plan that never spills: createPlanIn + releasePlan\n\n");
     md.append("Average time per plan (per thread), median ± error. `floor` is one empty JNI call\n"
-        + "(`NativeSpill.noop`); a plan is two calls. `eager` creates and recursively removes a temp\n"
-        + "dir in every local dir (DataFusion's Directories mode). The dirs are shared by the\n"
-        + "threads, as an executor's are. `lazy` creates each plan from the local dirs registered once\n"
-        + "(`registerLocalDirs`, then `createPlanIn`), as the shim does; `String[] per call` passes the\n"
-        + "paths to `createPlan`, which converts and validates them on every call.\n\n");
+        + "(`NativeFloor.emptyCall`, which only the library's test build has); a plan is two calls.\n"
+        + "`eager` creates and recursively removes a temp dir in every local dir (DataFusion's\n"
+        + "Directories mode). The dirs are shared by the threads, as an executor's are. `lazy` creates\n"
+        + "each plan from the local dirs registered once (`registerLocalDirs`, then `createPlanIn`), as\n"
+        + "the shim does; `String[] per call` passes the paths to `createPlan`, which converts and\n"
+        + "validates them on every call.\n\n");
     md.append("| threads | local dirs | floor (noop) | lazy | lazy, String[] per call | eager | eager ÷ lazy | lazy ÷ floor |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int threads : new int[] {1, 2}) {
