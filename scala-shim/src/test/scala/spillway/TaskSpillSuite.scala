@@ -29,8 +29,11 @@ final case class ConcurrentObservation(
     fileBytesOnDisk: Long)
 
 /**
- * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): issue 3,
- * item 6 (a)-(f) and the conf. Every check runs before spark.stop(), which deletes the blockmgr dirs.
+ * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): (a) no dir
+ * for a plan that never spills, (b) one dir for one that spills and (c) none after the job, (d)
+ * nothing left by a failed or cancelled task, (e) the limit, (f) separate dirs and limits for
+ * concurrent tasks; and the limit's settings. Every check runs before spark.stop(), which deletes
+ * the blockmgr dirs.
  *
  * Files are in the spill format with codec none (set here): nothing shrinks, so the limit
  * arithmetic below holds for any bytes (zeros included); sizes are compared with what each file
