@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name
 LIB_MAIN := ./cmd/libspillway
 LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
 
-.PHONY: all lib lib-arm64 jar demo test test-go test-c test-datafusion datafusion-jni test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
+.PHONY: all lib lib-arm64 lib-testhooks jar demo test test-go test-c test-datafusion datafusion-jni test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
 all: lib
 
@@ -26,6 +26,19 @@ lib: $(LIB)
 $(LIB): $(GO_SOURCES)
 	@mkdir -p build
 	go build -buildmode=c-shared -trimpath \
+		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
+		-o $@ $(LIB_MAIN)
+
+# The test build of the library: the product's sources and the test-only exports of
+# jni/testhooks.go (the benchmarks' floor, an empty JNI call). Only `make bench` loads it, for that
+# floor; the jar, the tests and every other benchmark use build/libspillway.so.
+LIB_TESTHOOKS := build/libspillway-testhooks.so
+
+lib-testhooks: $(LIB_TESTHOOKS)
+
+$(LIB_TESTHOOKS): $(GO_SOURCES)
+	@mkdir -p build
+	go build -buildmode=c-shared -trimpath -tags spillway_testhooks \
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
 		-o $@ $(LIB_MAIN)
 
@@ -138,7 +151,7 @@ pyspark-example: jar
 # the floor, first spill with syscall counts, write throughput, plans/s from 1 and 2 threads) and
 # the Go benchmarks with benchstat. Prints and writes build/bench/report.md; BENCHMARKS.md holds
 # the latest. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
-bench: lib
+bench: lib lib-testhooks
 	project/bench.sh
 
 # A never-spilling plan's create + release through the C ABI (a C program linked to the library)

@@ -11,8 +11,8 @@ val sparkLine = sparkVersion.split('.').take(2).mkString(".")
 lazy val nativeLibrary = settingKey[File]("the native library bundled into the jar and used by tests")
 
 // This platform's <os>/<arch>, the jar resource path the loader looks the library up at: asked of
-// spillway.NativeLoader itself, which project/native-platform.sbt compiles into the build.
-def nativePlatform: String = _root_.spillway.NativeLoader.platform()
+// spillway.NativePlatform itself, which project/native-platform.sbt compiles into the build.
+def nativePlatform: String = _root_.spillway.NativePlatform.current()
 
 // Spark on Java 17 needs these opens in every JVM that runs it (tests, the demos, the benchmarks).
 val sparkJava17Options = Seq(

@@ -142,12 +142,6 @@ func Java_spillway_NativeSpill_releaseTmpFile(env *C.JNIEnv, _ C.jclass, file C.
 	}
 }
 
-// Java_spillway_NativeSpill_noop does nothing, so that benchmarks can measure the cost of a
-// call into the library beside the calls that do work.
-//
-//export Java_spillway_NativeSpill_noop
-func Java_spillway_NativeSpill_noop(*C.JNIEnv, C.jclass) {}
-
 //export Java_spillway_NativeSpill_sweepOrphans
 func Java_spillway_NativeSpill_sweepOrphans(env *C.JNIEnv, _ C.jclass, dirs C.jobjectArray) C.jint {
 	defer recoverPanic(env)

@@ -123,33 +123,3 @@ func Java_spillway_NativeSpill_closeReader(env *C.JNIEnv, _ C.jclass, reader C.j
 		throw(env, err)
 	}
 }
-
-// Java_spillway_NativeSpill_decodeUnsealed decodes a whole unsealed chunk file held in direct
-// buffer memory, through the service's own reader: no path (it reads no file) and no key (it
-// unseals nothing), so it gives a caller nothing it does not already hold. The JVM's check of the
-// shared test vectors uses it.
-//
-//export Java_spillway_NativeSpill_decodeUnsealed
-func Java_spillway_NativeSpill_decodeUnsealed(env *C.JNIEnv, _ C.jclass, src C.jobject, srcOffset, srcLength C.jint, dst C.jobject, dstOffset, dstLength C.jint) C.jint {
-	defer recoverPanic(env)
-	addr, err := bufferRegion(env, src, srcOffset, srcLength, "src")
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	if addr == nil {
-		throw(env, argumentError("src must be a direct ByteBuffer (ByteBuffer.allocateDirect)"))
-		return 0
-	}
-	out, err := directBufferBytes(env, dst, dstOffset, dstLength, "dst")
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	n, err := plan.DecodeUnsealed(unsafe.Slice((*byte)(unsafe.Add(addr, srcOffset)), srcLength), out)
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	return C.jint(n)
-}

@@ -1,9 +1,7 @@
 package plan
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
@@ -190,40 +188,3 @@ func (r *Registry) CloseReader(rh uint64) error {
 
 // LiveReaders counts open readers, for leak checks.
 func (r *Registry) LiveReaders() int { return r.readers.len() }
-
-// DecodeUnsealed decodes a whole chunk file held in memory (src) into dst and returns the plain
-// bytes' count. It takes no path and no key: the caller already holds the bytes, so it reads no
-// file and can unseal nothing; a sealed file is refused by the header check (a
-// *chunkfile.FormatError for the header), and a changed, cut or reordered file fails as a read
-// through the service does, naming the chunk. It exists so that the JVM side can check the shared
-// test vectors with the same reader the service uses. A file that decodes to more than len(dst)
-// bytes is an *ArgumentError saying so, with dst left partly filled.
-func DecodeUnsealed(src, dst []byte) (int, error) {
-	rd, err := chunkfile.NewReader(bytes.NewReader(src), int64(len(src)), nil, chunkfile.ReaderOptions{Synchronous: true})
-	if err != nil {
-		return 0, err
-	}
-	defer rd.Close()
-	n := 0
-	for {
-		if n == len(dst) { // full: the file must end here
-			var one [1]byte
-			k, err := rd.Read(one[:])
-			if k > 0 {
-				return 0, &ArgumentError{Reason: fmt.Sprintf("the file decodes to more than the %d bytes of dst; pass a larger buffer", len(dst))}
-			}
-			if err == io.EOF {
-				return n, nil
-			}
-			return 0, err
-		}
-		k, err := rd.Read(dst[n:])
-		n += k
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-}

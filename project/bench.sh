@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every Spillway benchmark side by side and writes build/bench/report.md (`make bench` runs
-# this after `make lib`; BENCHMARKS.md holds the latest report):
+# this after `make lib lib-testhooks`; BENCHMARKS.md holds the latest report):
 #
-#   1. JMH, through the real library (spillway.NativeSpill): plan lifecycle against the eager
-#      baseline and the floor, plans/s from 1 and 2 threads, first spill, write throughput.
+#   1. JMH, through the real library (spillway.NativeSpill, spillway.SpillPlan): plan lifecycle
+#      against the eager baseline and the floor (one empty call, in the library's test build),
+#      plans/s from 1 and 2 threads, first spill, write throughput.
 #      Sources in scala-shim/bench; sbt (bootstrapped by project/sbt) only compiles them, and
 #      JMH runs outside sbt so that sbt's JVM competes with nothing being measured.
 #   2. System calls per plan, counted with strace -c -f on spillway.bench.SyscallDriver.
@@ -28,10 +29,14 @@ quick="${BENCH_QUICK:-}"
 strace_plans="${STRACE_PLANS:-1000}"
 out="$repo_root/build/bench"
 lib="$repo_root/build/libspillway.so"
+# The library's test build: the product's sources and one empty JNI call, the lifecycle floor
+# (spillway.bench.NativeFloor); only the floor's forks load it.
+testhooks_lib="$repo_root/build/libspillway-testhooks.so"
 java_cmd="java"
 [[ -n "${JAVA_HOME:-}" ]] && java_cmd="$JAVA_HOME/bin/java"
 
 [[ -f "$lib" ]] || die "$lib not found: run \`make lib\` first (\`make bench\` does)"
+[[ -f "$testhooks_lib" ]] || die "$testhooks_lib not found: run \`make lib-testhooks\` first (\`make bench\` does)"
 command -v go >/dev/null 2>&1 || die "go not found"
 command -v "$java_cmd" >/dev/null 2>&1 || die "java not found (set JAVA_HOME or put java on PATH)"
 
@@ -103,7 +108,7 @@ fi
 # --- 3. JMH -----------------------------------------------------------------------------------
 phase "JMH (log: build/bench/jmh.log)"
 # JMH's progress goes to the log; the terminal gets one line per benchmark run.
-"$java_cmd" -cp "$classpath" "${java_props[@]}" spillway.bench.Report \
+"$java_cmd" -cp "$classpath" "${java_props[@]}" -Dspillway.bench.testhooksLibrary="$testhooks_lib" spillway.bench.Report \
     --out "$out/jmh.md" --json-dir "$out" ${quick:+--quick} 2>&1 \
   | tee "$out/jmh.log" \
   | { grep --line-buffered -E '^# (Run progress|Benchmark:|Parameters|Threads)|^Iteration' >&2 || true; }

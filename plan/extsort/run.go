@@ -1,16 +1,16 @@
 package extsort
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/spillway/spillway/spill"
 	"github.com/spillway/spillway/spill/chunkfile"
 )
+
+// Sorted runs on disk: how they are written from memory, read back in order and released.
 
 const (
 	// Runs are framed files (spill.Writer) of small chunks: a run open in a merge holds one
@@ -22,19 +22,7 @@ const (
 	runChunkShare = 512
 	minRunChunk   = chunkfile.MinChunkSize // 1 KiB
 	maxRunChunk   = 64 << 10               // lz4's window; a reader holds about 128 KiB
-	// reserveShare bounds the memory Add keeps free for the final merge's read buffers: at most
-	// 1/reserveShare of the budget, so that the runs stay nearly a budget's worth each.
-	reserveShare = 64
-	// maxMergeReaders bounds what the runs' readers of one merge may hold, whatever the budget:
-	// about 500 runs of 128 KiB. A budget that follows a large grant of Spark (gigabytes) would
-	// otherwise let one merge open thousands of runs at once, holding read buffers and file
-	// descriptors no one granted; past it, intermediate passes merge the runs into fewer.
-	maxMergeReaders = 64 << 20
 )
-
-// mergeBudget is what the readers (and an intermediate pass's writer) of one merge may hold:
-// the budget, up to maxMergeReaders.
-func (s *Sorter) mergeBudget() int64 { return min(s.budget, maxMergeReaders) }
 
 // runChunkSize is the chunk size of the runs of a sort with budget.
 func runChunkSize(budget int64) int {
@@ -78,42 +66,6 @@ func (s *Sorter) spill() (int64, error) {
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
 	s.mem.reset()
-	s.countRun(r, freed)
-	return freed, nil
-}
-
-// spillTail spills, during the merge, the in-memory records not yet returned. The tail source
-// becomes a reader of the new run; its current record, and so the heap order, is unchanged.
-func (s *Sorter) spillTail() (int64, error) {
-	src := s.tail
-	// Reading the run back takes a chunk reader and a record buffer: spilling no more than that
-	// would free nothing.
-	if src == nil || s.mem.memory() <= s.readCost+s.maxRecord {
-		return 0, nil
-	}
-	before := s.memoryUsed()
-	r, err := s.writeRun(src.idx[src.pos-1:]) // from the current record on
-	if err != nil {
-		return 0, err
-	}
-	s.runs = append(s.runs, r)
-	s.runsCost += r.cost()
-	rd, err := s.openRun(r, true)
-	if err != nil {
-		s.err = err
-		return 0, err
-	}
-	src.run = rd
-	src.idx, s.tail = nil, nil
-	s.mem.reset()
-	if err := s.advance(src); err != nil {
-		s.err = err
-		return 0, err
-	}
-	if s.stats.MergePasses == 0 {
-		s.stats.MergePasses = 1 // the output is now merged from a run
-	}
-	freed := before - s.memoryUsed()
 	s.countRun(r, freed)
 	return freed, nil
 }
@@ -277,258 +229,5 @@ func (r *runReader) close() {
 	r.buf = nil
 	if r.releaseAtEnd {
 		r.s.releaseRun(r.run)
-	}
-}
-
-// source is one input of a merge: a run, or the sorted in-memory records (the tail).
-type source struct {
-	ord int    // the input's age among the merge's inputs (the tail is youngest): breaks ties
-	rec []byte // the current record; nil once the source is exhausted
-	key []byte // the current record's key
-
-	run *runReader // nil while the source is the in-memory tail
-	idx []entry    // the tail's sorted index
-	pos int        // idx[pos-1] is the tail's current record
-}
-
-// mergeReserve is the memory Add keeps free for the final merge's read buffers, so that the
-// records still in memory at the end can stay there for it: the cost of every run, up to
-// 1/reserveShare of the budget. Past that the final merge may have to spill them first.
-func (s *Sorter) mergeReserve() int64 { return min(s.runsCost, s.budget/reserveShare) }
-
-// finalFits reports whether the final merge may open every run next to tailMem bytes of
-// records in memory: when their costs fit in the budget left and in the merge budget, or, with
-// no records in memory,
-// when there are two runs or fewer (a merge never opens fewer).
-func (s *Sorter) finalFits(tailMem int64) bool {
-	return s.runsCost <= min(s.budget-tailMem, s.mergeBudget()) || tailMem == 0 && len(s.runs) <= 2
-}
-
-// startMerge ends the input. When the runs' read buffers do not fit in the memory the in-memory
-// records leave, those records are spilled too; when the runs are still too many for the final
-// merge, intermediate passes merge them into fewer. Then it opens every run, and the in-memory
-// records if they stayed, for the final merge.
-func (s *Sorter) startMerge() error {
-	s.merging = true
-	if len(s.runs) > 0 {
-		if !s.finalFits(s.mem.memory()) {
-			if _, err := s.spill(); err != nil {
-				return err
-			}
-		}
-		if err := s.mergePasses(); err != nil {
-			return err
-		}
-		s.stats.MergePasses++ // the final one, into the output
-	}
-	for i, r := range s.runs {
-		rd, err := s.openRun(r, true)
-		if err != nil {
-			return err
-		}
-		src := &source{ord: i, run: rd}
-		s.heap = append(s.heap, src)
-		if err := s.advance(src); err != nil {
-			return err
-		}
-	}
-	if s.mem.n > 0 {
-		s.tail = &source{ord: len(s.runs), idx: s.mem.sortedIndex()}
-		s.heap = append(s.heap, s.tail)
-		_ = s.advance(s.tail) // the in-memory tail cannot fail
-	}
-	heapify(s.heap)
-	return nil
-}
-
-// mergePasses merges runs until the final merge can open them all. Each pass goes through the
-// runs from the oldest, merging contiguous groups, each into a new run that takes the group's
-// place in age order, until the final merge fits. Merging only neighbours in age keeps the sort
-// stable: within a group, equal keys come out oldest run first, and every run outside it is
-// older or younger than the whole group.
-func (s *Sorter) mergePasses() error {
-	for !s.finalFits(0) {
-		s.stats.MergePasses++
-		for i := 0; i < len(s.runs)-1 && !s.finalFits(0); i++ {
-			if err := s.mergeGroup(i, s.groupSize(i)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// groupSize is how many runs from s.runs[i] on to merge into one: as many as fit in the merge
-// budget beside the new run's writer, at least two, and no more than the final merge needs merged.
-func (s *Sorter) groupSize(i int) int {
-	budget := s.mergeBudget()
-	excess := s.runsCost - budget // what merging must save: a group's cost becomes its largest
-	var sum, largest int64
-	g := 0
-	for _, r := range s.runs[i:] {
-		c := r.cost()
-		if g >= 2 && (sum+c+s.writeCost > budget || sum-largest >= excess) {
-			break
-		}
-		sum, largest, g = sum+c, max(largest, c), g+1
-	}
-	return g
-}
-
-// pass is the intermediate merge in progress: what it holds in memory.
-type pass struct {
-	heap []*source
-	w    *runWriter
-}
-
-// mergeGroup merges s.runs[i:i+g] into one new run that replaces them. The inputs are released
-// once the new run is whole, not as they are read: when a disk fills up under the new run (it
-// has then left the manager's rotation), the group is merged again from the start into a file
-// on another disk.
-func (s *Sorter) mergeGroup(i, g int) error {
-	group := s.runs[i : i+g]
-	var cost int64
-	for _, r := range group {
-		cost += r.cost()
-	}
-	for {
-		out, err := s.mergeGroupOnce(group)
-		if err == nil {
-			for _, r := range group {
-				s.releaseRun(r)
-			}
-			s.runs = slices.Replace(s.runs, i, i+g, out)
-			s.runsCost += out.cost() - cost
-			s.stats.IntermediateRuns++
-			s.stats.IntermediateBytes += out.size()
-			return nil
-		}
-		if !spill.RootFull(err) {
-			// Say why there is a pass at all: its disk use comes on top of the runs'.
-			return fmt.Errorf("extsort: merging %d runs into one, as %d runs are too many to merge at once in a memory budget of %d bytes: %w", g, len(s.runs), s.budget, err)
-		}
-		s.stats.RewrittenRuns++
-	}
-}
-
-// mergeGroupOnce merges group into a new run, or releases what it wrote and fails.
-func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
-	w, err := s.newRunWriter()
-	if err != nil {
-		return nil, err
-	}
-	p := &pass{w: w}
-	s.pass = p
-	defer func() {
-		for _, src := range p.heap {
-			if src.run != nil {
-				src.run.close()
-			}
-		}
-		s.pass = nil
-	}()
-	for ord, r := range group {
-		var rd *runReader
-		if rd, err = s.openRun(r, false); err != nil {
-			break
-		}
-		src := &source{ord: ord, run: rd}
-		p.heap = append(p.heap, src)
-		if err = s.advance(src); err != nil {
-			break
-		}
-	}
-	if err == nil {
-		heapify(p.heap)
-		err = s.mergeInto(p)
-	}
-	if err != nil {
-		s.releaseRun(w.run)
-		return nil, err
-	}
-	return w.run, nil
-}
-
-func (s *Sorter) mergeInto(p *pass) error {
-	for len(p.heap) > 0 {
-		top := p.heap[0]
-		if err := p.w.write(top.rec); err != nil {
-			return err
-		}
-		if err := s.advance(top); err != nil {
-			return err
-		}
-		if top.rec == nil {
-			p.heap = pop(p.heap)
-		}
-		siftDown(p.heap, 0)
-		if s.onMergeStep != nil {
-			s.onMergeStep()
-		}
-	}
-	return p.w.finish()
-}
-
-// advance moves src to its next record. An exhausted run's files are released by its reader,
-// and an exhausted tail's memory freed. Only a run's read can fail.
-func (s *Sorter) advance(src *source) error {
-	if src.run != nil {
-		rec, err := src.run.read()
-		if err != nil {
-			return err
-		}
-		src.rec = rec
-		if rec == nil {
-			src.key = nil
-			return nil
-		}
-		src.key = keyOf(rec)
-		return nil
-	}
-	if src.pos == len(src.idx) {
-		src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil
-		s.mem.reset()
-		return nil
-	}
-	rec := s.mem.record(src.idx[src.pos])
-	src.pos++
-	src.rec, src.key = rec[:recordSize(rec)], keyOf(rec)
-	return nil
-}
-
-func less(a, b *source) bool {
-	if c := bytes.Compare(a.key, b.key); c != 0 {
-		return c < 0
-	}
-	return a.ord < b.ord
-}
-
-func heapify(h []*source) {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
-	}
-}
-
-// pop removes the heap's root, moving the last element there; the caller sifts it down.
-func pop(h []*source) []*source {
-	last := len(h) - 1
-	h[0], h[last] = h[last], nil
-	return h[:last]
-}
-
-func siftDown(h []*source, i int) {
-	for {
-		least := i
-		if l := 2*i + 1; l < len(h) && less(h[l], h[least]) {
-			least = l
-		}
-		if r := 2*i + 2; r < len(h) && less(h[r], h[least]) {
-			least = r
-		}
-		if least == i {
-			return
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
 	}
 }

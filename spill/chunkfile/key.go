@@ -38,15 +38,6 @@ func NewKey(bits int) (*Key, error) {
 	return &Key{secret: secret}, nil
 }
 
-// KeyForTesting makes a Key from fixed bytes (16, 24 or 32), for test vectors that a test must be
-// able to decode. Production code uses NewKey: a known key protects nothing.
-func KeyForTesting(secret []byte) (*Key, error) {
-	if err := checkKeyBits(len(secret) * 8); err != nil {
-		return nil, err
-	}
-	return &Key{secret: append([]byte(nil), secret...)}, nil
-}
-
 func checkKeyBits(bits int) error {
 	if bits != 128 && bits != 192 && bits != 256 {
 		return fmt.Errorf("spill chunk file: a %d-bit key; AES takes 128, 192 or 256 bits (spark.io.encryption.keySizeBits)", bits)

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -11,6 +11,7 @@ use datafusion_execution::spill_file::{SpillFile, SpillWriter};
 use futures::Stream;
 
 use crate::error::{SpillwayError, Status};
+use crate::handle::FileHandle;
 use crate::plan::LibraryPlan;
 use crate::reader::read_stream;
 use crate::writer::SpillwayWriter;
@@ -23,30 +24,9 @@ pub struct SpillwaySpillFile {
     path: PathBuf,
 }
 
-/// The file's handle, released when the file, its writer and its readers are all gone.
-#[derive(Debug)]
-pub(crate) struct FileHandle {
-    pub(crate) plan: Arc<LibraryPlan>,
-    pub(crate) handle: i64,
-    /// Set once a writer finished the file: only then can it be read.
-    pub(crate) finished: AtomicBool,
-}
-
-impl Drop for FileHandle {
-    fn drop(&mut self) {
-        // Fails only if the plan went first (released by its owner): the file went with it.
-        let _ = self.plan.library().file_release(self.handle);
-    }
-}
-
 impl SpillwaySpillFile {
     pub(crate) fn create(plan: Arc<LibraryPlan>) -> std::result::Result<Self, SpillwayError> {
-        let handle = plan.library().file_create(plan.handle)?;
-        let handle = Arc::new(FileHandle {
-            plan,
-            handle,
-            finished: AtomicBool::new(false),
-        });
+        let handle = FileHandle::create(plan)?;
         let path = handle.plan.library().file_path(handle.handle)?;
         Ok(SpillwaySpillFile { handle, path })
     }

@@ -18,6 +18,7 @@
 mod error;
 mod factory;
 mod file;
+mod handle;
 mod library;
 mod plan;
 mod reader;

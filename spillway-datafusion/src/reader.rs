@@ -8,7 +8,7 @@ use datafusion_common::{DataFusionError, Result};
 use futures::{Stream, StreamExt};
 
 use crate::error::SpillwayError;
-use crate::file::FileHandle;
+use crate::handle::FileHandle;
 
 /// The size of the chunks the stream yields (the last may be shorter; a file framed in chunks
 /// larger than this, which the library is not configured for by default, may give up to 64 bytes

@@ -8,7 +8,7 @@ use datafusion_common::{DataFusionError, Result};
 use datafusion_execution::spill_file::SpillWriter;
 
 use crate::error::to_io_error;
-use crate::file::FileHandle;
+use crate::handle::FileHandle;
 
 /// What the writer gathers of DataFusion's small writes before one call into the library. Arrow's
 /// IPC writer makes many small writes (a message's length and header, padding, small buffers);

@@ -6,17 +6,6 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.nio.file.StandardCopyOption;
-import java.security.CodeSource;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Collections;
-import java.util.List;
-import java.util.Locale;
-import java.util.jar.JarFile;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
  * Loads libspillway once per JVM, from the first of:
@@ -28,11 +17,12 @@ import java.util.stream.Stream;
  *   <li>the library bundled in the jar at {@code /spillway/native/<os>/<arch>/libspillway.so},
  *       extracted to a fresh file in the directory named by {@value #EXTRACT_DIR_PROPERTY} (or the
  *       environment variable {@value #EXTRACT_DIR_ENV}, or {@code java.io.tmpdir}), loaded from
- *       there and unlinked at once (the loaded mapping stays).
+ *       there and unlinked at once (the loaded mapping stays); see {@link BundledLibrary}.
  * </ol>
  *
  * <p>Before loading, it checks that the process has the address space the Go runtime reserves when
- * it starts: without it the runtime aborts the whole JVM instead of failing the load.
+ * it starts: without it the runtime aborts the whole JVM instead of failing the load (see {@link
+ * AddressSpace}).
  *
  * <p>The first failure is kept and rethrown, wrapped with what to do about that very failure, on
  * every later call, so a broken installation reports its cause on each use instead of a bare
@@ -63,7 +53,6 @@ public final class NativeLoader {
    */
   static final String LOADED_PROPERTY = "spillway.native.loaded";
 
-  private static final String LIBRARY_NAME = "spillway";
   private static final Object LOCK = new Object();
 
   /** Where the library came from (or was to come from), for the hint that goes with a failure. */
@@ -117,42 +106,12 @@ public final class NativeLoader {
     }
   }
 
-  /** {@code <os>/<arch>} as used in the jar's resource path, e.g. {@code linux/amd64}. */
+  /**
+   * {@code <os>/<arch>} as used in the jar's resource path, e.g. {@code linux/amd64}: {@link
+   * NativePlatform#current()}.
+   */
   public static String platform() {
-    return os() + "/" + arch();
-  }
-
-  /** The resource holding the library for this platform. */
-  static String resourcePath() {
-    return "/spillway/native/" + platform() + "/" + System.mapLibraryName(LIBRARY_NAME);
-  }
-
-  // Names follow Go's GOOS/GOARCH, which is what the library is built for. The build asks
-  // platform() too (project/native-platform.sbt), to place the library in the jar.
-  static String os() {
-    String name = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-    if (name.startsWith("linux")) {
-      return "linux";
-    } else if (name.startsWith("mac") || name.contains("darwin")) {
-      return "darwin";
-    } else if (name.startsWith("windows")) {
-      return "windows";
-    }
-    return name.replaceAll("[^a-z0-9]+", "");
-  }
-
-  static String arch() {
-    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
-    switch (arch) {
-      case "amd64":
-      case "x86_64":
-        return "amd64";
-      case "aarch64":
-      case "arm64":
-        return "arm64";
-      default:
-        return arch;
-    }
+    return NativePlatform.current();
   }
 
   /** The directory the jar's library is extracted to. */
@@ -174,7 +133,7 @@ public final class NativeLoader {
       if (dir.isEmpty()) {
         continue;
       }
-      Path candidate = Paths.get(dir, System.mapLibraryName(LIBRARY_NAME)).toAbsolutePath();
+      Path candidate = Paths.get(dir, NativePlatform.libraryFileName()).toAbsolutePath();
       if (Files.isRegularFile(candidate)) {
         return candidate;
       }
@@ -198,7 +157,9 @@ public final class NativeLoader {
       file = library;
     } else {
       source = Source.JAR;
-      library = extract();
+      try (InputStream in = BundledLibrary.open()) {
+        library = BundledLibrary.extract(in, extractDir());
+      }
       file = library;
     }
     String path = library.toString();
@@ -235,81 +196,6 @@ public final class NativeLoader {
     return path;
   }
 
-  private static Path extract() throws IOException {
-    String resource = resourcePath();
-    try (InputStream in = NativeLoader.class.getResourceAsStream(resource)) {
-      if (in == null) {
-        List<String> bundled = bundledPlatforms();
-        throw new FileNotFoundException(
-            "no native library for "
-                + platform()
-                + " in the classpath (resource "
-                + resource
-                + "); "
-                + (bundled.isEmpty()
-                    ? "the spillway jar carries none: build it with `make jar`"
-                    : "the spillway jar carries it for " + String.join(", ", bundled) + " only")
-                + ", or build libspillway on a "
-                + platform()
-                + " machine (`make lib`)");
-      }
-      // A fresh, uniquely named file (0600): never a file another JVM may be writing or loading.
-      Path dir = extractDir();
-      Path extracted;
-      try {
-        Files.createDirectories(dir);
-        extracted = Files.createTempFile(dir, "libspillway-", ".so");
-      } catch (IOException | RuntimeException e) {
-        throw new IOException("cannot extract the library into " + dir + ": " + e, e);
-      }
-      file = extracted;
-      extracted.toFile().deleteOnExit();
-      try {
-        Files.copy(in, extracted, StandardCopyOption.REPLACE_EXISTING);
-      } catch (IOException | RuntimeException e) {
-        Files.deleteIfExists(extracted);
-        throw new IOException("cannot extract the library into " + extracted + ": " + e, e);
-      }
-      return extracted;
-    }
-  }
-
-  /**
-   * The {@code <os>/<arch>} platforms whose library the jar (or classes dir) holding this class
-   * carries; empty if that cannot be told. Only for error messages.
-   */
-  static List<String> bundledPlatforms() {
-    List<String> found = new ArrayList<>();
-    try {
-      CodeSource source = NativeLoader.class.getProtectionDomain().getCodeSource();
-      if (source == null || source.getLocation() == null) {
-        return found;
-      }
-      Path location = Paths.get(source.getLocation().toURI());
-      String library = System.mapLibraryName(LIBRARY_NAME);
-      if (Files.isDirectory(location)) {
-        Path natives = location.resolve("spillway").resolve("native");
-        try (Stream<Path> files = Files.walk(natives, 3)) {
-          files
-              .filter(f -> f.getFileName().toString().equals(library) && natives.relativize(f).getNameCount() == 3)
-              .forEach(f -> found.add(natives.relativize(f.getParent()).toString().replace('\\', '/')));
-        }
-      } else {
-        try (JarFile jar = new JarFile(location.toFile())) {
-          Pattern entry = Pattern.compile("spillway/native/([^/]+/[^/]+)/" + Pattern.quote(library));
-          jar.stream()
-              .map(e -> entry.matcher(e.getName()))
-              .filter(Matcher::matches)
-              .forEach(m -> found.add(m.group(1)));
-        }
-      }
-    } catch (Exception | LinkageError e) {
-      // Only a hint for an error message: never a second failure.
-    }
-    Collections.sort(found);
-    return found;
-  }
-
   /**
    * What to do about a load failure: the words depend on the cause and on where the library came
    * from, so that the hint never tells the user to set what they already set wrongly.
@@ -327,7 +213,7 @@ public final class NativeLoader {
               + " to a working copy";
     } else {
       otherSource =
-          "set " + property + "=/path/to/" + System.mapLibraryName(LIBRARY_NAME)
+          "set " + property + "=/path/to/" + NativePlatform.libraryFileName()
               + " (a library built for this platform) or use the jar built for this platform";
     }
     if (cause instanceof AddressSpace.TooSmall || cause instanceof IllegalStateException) {
@@ -373,106 +259,5 @@ public final class NativeLoader {
             "Spillway native library could not be loaded for " + platform() + ": " + cause + hint);
     error.initCause(cause);
     return error;
-  }
-
-  /** The address-space check made before {@code System.load}. */
-  static final class AddressSpace {
-    private AddressSpace() {}
-
-    /** Thrown when the process has too little address space left to start the Go runtime. */
-    static final class TooSmall extends IOException {
-      private static final long serialVersionUID = 1L;
-
-      TooSmall(String message) {
-        super(message);
-      }
-    }
-
-    /**
-     * Throws {@link TooSmall} if this process's soft address-space limit ({@code ulimit -v}, "Max
-     * address space" in /proc/self/limits) leaves less than {@code required} bytes above its
-     * current size (VmSize). Does nothing where /proc cannot tell (not Linux) or with no limit.
-     */
-    static void check(long required) throws TooSmall {
-      long limit = softLimit();
-      long size = vmSize();
-      if (limit < 0 || size < 0) {
-        return;
-      }
-      long left = limit - size;
-      if (left < required) {
-        long mib = 1L << 20;
-        throw new TooSmall(
-            "the process has " + Math.max(left, 0) / mib + " MiB of address space left under its limit"
-                + " (ulimit -v: Max address space " + limit / mib + " MiB, VmSize " + size / mib
-                + " MiB), and the Go runtime in libspillway reserves about 770 MiB when it starts"
-                + " (it would abort the JVM, not fail): raise the limit by at least "
-                + (required - left + mib - 1) / mib + " MiB, e.g. ulimit -v unlimited in the"
-                + " executor's environment, or leave the limit unset");
-      }
-    }
-
-    /** The soft limit in bytes, or -1 if unlimited or unknown. */
-    static long softLimit() {
-      try {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/limits"))) {
-          if (line.startsWith("Max address space")) {
-            String[] fields = line.substring("Max address space".length()).trim().split("\\s+");
-            return fields[0].equals("unlimited") ? -1 : Long.parseLong(fields[0]);
-          }
-        }
-      } catch (IOException | RuntimeException e) {
-        // not Linux, or an unexpected format: no check
-      }
-      return -1;
-    }
-
-    /** VmSize in bytes, or -1 if unknown. */
-    static long vmSize() {
-      try {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-          if (line.startsWith("VmSize:")) {
-            return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-          }
-        }
-      } catch (IOException | RuntimeException e) {
-        // not Linux
-      }
-      return -1;
-    }
-  }
-
-  /** Mount options, for the noexec hint. */
-  static final class Mounts {
-    private Mounts() {}
-
-    /**
-     * The mount point holding {@code file} (or, if the file is gone, its directory) if that mount
-     * is noexec; null if it is not, or if /proc/self/mountinfo cannot tell.
-     */
-    static String noexecMountOf(Path file) {
-      try {
-        Path dir = file.toAbsolutePath().getParent();
-        Path real = dir.toRealPath();
-        String best = null;
-        boolean bestNoexec = false;
-        for (String line : Files.readAllLines(Paths.get("/proc/self/mountinfo"))) {
-          // id parent major:minor root mount-point options ...
-          String[] fields = line.split(" ");
-          if (fields.length < 6) {
-            continue;
-          }
-          String mountPoint = fields[4].replace("\\040", " ");
-          if (real.startsWith(Paths.get(mountPoint))
-              && (best == null || mountPoint.length() >= best.length())) {
-            best = mountPoint;
-            bestNoexec = Arrays.asList(fields[5].split(",")).contains("noexec");
-          }
-        }
-        return bestNoexec ? best : null;
-      } catch (IOException | RuntimeException e) {
-        return null;
-      }
-    }
   }
 }

@@ -210,23 +210,6 @@ public final class NativeSpill {
    */
   public static native void closeReader(long reader);
 
-  /**
-   * Decodes a whole unsealed framed file held in memory, {@code src[srcOffset, srcOffset +
-   * srcLength)}, into {@code dst} from {@code dstOffset}, through the same reader as {@link #read},
-   * and returns the plain bytes' count. It takes no path (it reads no file) and no key (it unseals
-   * nothing): it gives the caller nothing it does not hold already. Files of this process are read
-   * through {@link #openReader}; this is for bytes from elsewhere, such as the shared test vectors.
-   * Both buffers must be direct; the positions are neither used nor changed.
-   *
-   * @throws IllegalArgumentException for a bad region, a heap or read-only buffer, or a file that
-   *     decodes to more than {@code dstLength} bytes
-   * @throws IOException if the bytes are not a whole unsealed framed file: a sealed one (no key is
-   *     taken), or one changed, cut, reordered or of another format version, naming the chunk
-   */
-  public static native int decodeUnsealed(
-      ByteBuffer src, int srcOffset, int srcLength, ByteBuffer dst, int dstOffset, int dstLength)
-      throws IOException;
-
   /** Bytes on disk in the plan's live files (compressed and framed for framed files). */
   public static native long usedDiskSpace(long plan);
 
@@ -275,9 +258,6 @@ public final class NativeSpill {
    * @throws IllegalArgumentException if {@code out} is null or shorter than {@link #STATS_LENGTH}
    */
   public static native void stats(long[] out);
-
-  /** Does nothing: measures the floor cost of a call into the library. */
-  public static native void noop();
 
   /**
    * Removes the plan directories that processes which died without releasing their plans (an

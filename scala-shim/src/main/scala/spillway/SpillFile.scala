@@ -52,9 +52,8 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
    */
   def write(buf: ByteBuffer, offset: Int, length: Int): Unit = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
-    val n = NativeSpill.write(handle, buf, offset, length)
-    if (n != length) throw new IOException(s"short write to $path: $n of $length bytes")
-    written.addAndGet(n)
+    NativeSpill.write(handle, buf, offset, length) // all or nothing: it returns length or throws
+    written.addAndGet(length)
   }
 
   /**

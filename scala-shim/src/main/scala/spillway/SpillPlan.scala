@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 /**
  * A native spill plan: its own spill space inside the given local dirs, created by the first
- * [[createTmpFile]] and bounded by `maxTempDirectorySize` bytes over its live files. [[close]]
+ * [[createSpillFile]] and bounded by `maxTempDirectorySize` bytes over its live files. [[close]]
  * deletes everything the plan created.
  *
  * Thread-safe, without a lock of its own: the library refuses a released handle forever and
@@ -34,7 +34,7 @@ final class SpillPlan private (
    * @throws java.io.IOException if no local dir is usable (the message names them)
    * @throws IllegalStateException if the plan is closed
    */
-  def createTmpFile(): SpillFile = withOpenPlan { () =>
+  def createSpillFile(): SpillFile = withOpenPlan { () =>
     val file = NativeSpill.createFramedFile(handle)
     val path =
       try NativeSpill.path(file)

@@ -20,14 +20,15 @@ final case class DataFusionSortObservation(
     nullAgainAfterTheEnd: Boolean)
 
 /**
- * The Comet scenario in miniature (issue 15, item 4), on real Spark (local mode, one local dir):
- * a task hands its TaskSpill plan to a Rust JNI library (spillway-datafusion's example
- * datafusion_task_sort_jni) that runs DataFusion's own SortExec under a small memory pool, so that
- * it spills through SpillwayTempFileFactory over the adopted plan. The temp-dir lifecycle is the
- * one the JVM's plans have (TaskSpillSuite, NativeSortSuite): no dir before the first spill, one
- * plan dir in Spark's local dir while sorting, nothing once the task has ended, however it ended;
- * the plan's limit is DataFusion's resources-exhausted error naming the key; a panic in the native
- * code is a Java exception, and the executor goes on. Every check runs before spark.stop().
+ * The Comet scenario in miniature (a native engine spilling through its task's plan, as
+ * docs/c-abi.md describes), on real Spark (local mode, one local dir): a task hands its TaskSpill
+ * plan to a Rust JNI library (spillway-datafusion's example datafusion_task_sort_jni) that runs
+ * DataFusion's own SortExec under a small memory pool, so that it spills through
+ * SpillwayTempFileFactory over the adopted plan. The temp-dir lifecycle is the one the JVM's plans
+ * have (TaskSpillSuite, NativeSortSuite): no dir before the first spill, one plan dir in Spark's
+ * local dir while sorting, nothing once the task has ended, however it ended; the plan's limit is
+ * DataFusion's resources-exhausted error naming the key; a panic in the native code is a Java
+ * exception, and the executor goes on. Every check runs before spark.stop().
  */
 class DataFusionTaskSortSuite extends AnyFunSuite with LocalSpark {
   import DataFusionTaskSortSuite._

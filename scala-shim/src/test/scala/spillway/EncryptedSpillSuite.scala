@@ -42,7 +42,7 @@ class EncryptedSpillSuite extends AnyFunSuite with LocalSpark {
       val sorted = NativeSort.sort(records.iterator)
       assert(sorted.hasNext) // every record is added now: the runs are on disk until the output is read
 
-      val file = TaskSpill.plan().createTmpFile()
+      val file = TaskSpill.plan().createSpillFile()
       val payload = Array.fill(20000)(marker).flatten
       Using.resource(file.outputStream())(_.write(payload))
       file.finishWrite()

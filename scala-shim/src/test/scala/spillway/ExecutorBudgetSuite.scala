@@ -43,7 +43,7 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
         val p = it.next()
         val barrier = BarrierTaskContext.get()
         val plan = TaskSpill.plan()
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         // Task 0 writes first; task 1 writes once task 0's 4 MiB are on disk; task 0's plan (and its
         // bytes) stays alive until task 1 has written.
         val outcome =
@@ -60,7 +60,7 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
             // budget), then a write within what is left must fit.
             val fits = error.map { _ =>
               file.release()
-              try { write(plan.createTmpFile(), 1 * MiB); true } catch { case _: SpillLimitExceededException => false }
+              try { write(plan.createSpillFile(), 1 * MiB); true } catch { case _: SpillLimitExceededException => false }
             }
             WriteOutcome(p, plan.maxExecutorTempDirectorySize, error, used, kept, fits)
           }
@@ -102,7 +102,7 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
         val small = job("6m", () => {
           val turns = Turns.get
           val plan = TaskSpill.plan()
-          val file = plan.createTmpFile()
+          val file = plan.createSpillFile()
           turns.smallCreated.countDown()
           await(turns.largeWrote)
           val error = try { write(file, 1024); None } catch { case e: SpillLimitExceededException => Some(describe(e)) }
@@ -113,7 +113,7 @@ class ExecutorBudgetSuite extends AnyFunSuite with LocalSpark {
           val turns = Turns.get
           await(turns.smallCreated) // created after the small plan, and alive while it writes
           val plan = TaskSpill.plan()
-          val file = plan.createTmpFile()
+          val file = plan.createSpillFile()
           val error = try { write(file, 8 * MiB); None } catch { case e: SpillLimitExceededException => Some(describe(e)) }
           turns.largeWrote.countDown()
           await(turns.smallTried)

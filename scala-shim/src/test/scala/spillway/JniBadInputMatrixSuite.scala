@@ -11,10 +11,11 @@ import org.scalatest.{BeforeAndAfterAll, BeforeAndAfterEach}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Issue 6, item 3: every NativeSpill method against null, empty, negative, out-of-range, released,
- * never-issued, wrong-kind and other plans' handles. Each must be the contract's exception —
- * IllegalArgumentException for a bad argument, IllegalStateException for an unknown, released or
- * wrong-kind handle — and must leave every live plan, file and sort exactly as it was.
+ * The JNI bad-input matrix of RELIABILITY.md: every NativeSpill method against null, empty,
+ * negative, out-of-range, released, never-issued, wrong-kind and other plans' handles. Each must be
+ * the contract's exception — IllegalArgumentException for a bad argument, IllegalStateException for
+ * an unknown, released or wrong-kind handle — and must leave every live plan, file and sort exactly
+ * as it was.
  *
  * Each test works against a fixture of two live plans: P (one file F holding known bytes, one sort
  * S holding one record) and Q (one file G holding other bytes). After each test the fixture is
@@ -424,7 +425,6 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   }
 
   test("after the whole matrix the library still works: the sort returns its record, files take bytes") {
-    NativeSpill.noop()
     val out = ByteBuffer.allocateDirect(256).order(ByteOrder.LITTLE_ENDIAN)
     val n = NativeSpill.sortNext(s, out, 0, 256)
     assert(n == record.length)

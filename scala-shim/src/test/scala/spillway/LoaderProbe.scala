@@ -14,12 +14,11 @@ object LoaderProbe {
       report("first", NativeLoader.load())
       report("second", NativeLoader.load())
       report("plan", SpillPlan.create(Array("/tmp"), 1))
-      report("direct", NativeSpill.noop())
+      report("direct", NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")
     case Some("extract") =>
       NativeLoader.load()
       NativeLoader.load()
-      NativeSpill.noop()
       NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")
     case Some("second-loader") =>
@@ -33,7 +32,7 @@ object LoaderProbe {
       report("secondLoader", try loader.getMethod("load").invoke(null) catch {
         case e: java.lang.reflect.InvocationTargetException => throw e.getCause
       })
-      NativeSpill.noop()
+      NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println("firstStillWorks=true")
     case Some("load") =>
       // Loads once from wherever the JVM options point; a loaded library must also work.
@@ -46,11 +45,11 @@ object LoaderProbe {
       // to its current size plus args(1) MiB, then loads. Without the loader's check, the Go runtime
       // would abort this JVM when a reservation fails.
       val extra = args(1).toLong << 20
-      val limit = NativeLoader.AddressSpace.vmSize() + extra
+      val limit = AddressSpace.vmSize() + extra
       val prlimit = new ProcessBuilder("prlimit", s"--pid=${ProcessHandle.current().pid()}", s"--as=$limit:$limit")
         .inheritIO().start()
       if (prlimit.waitFor() != 0) throw new IllegalStateException("prlimit failed")
-      println(s"limit=${NativeLoader.AddressSpace.softLimit()}")
+      println(s"limit=${AddressSpace.softLimit()}")
       report("load", NativeLoader.load())
       if (NativeLoader.loadedFrom() != null) NativeSpill.releasePlan(NativeSpill.createPlan(Array("/tmp"), 1))
       println(s"loadedFrom=${NativeLoader.loadedFrom()}")

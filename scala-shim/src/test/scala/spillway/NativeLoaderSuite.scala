@@ -30,8 +30,8 @@ class NativeLoaderSuite extends AnyFunSuite {
   }
 
   test("the build puts the library on the classpath where the loader looks for it") {
-    assert(NativeLoader.resourcePath() == s"/spillway/native/${NativeLoader.platform()}/${System.mapLibraryName("spillway")}")
-    assert(getClass.getResource(NativeLoader.resourcePath()) != null, NativeLoader.resourcePath())
+    assert(BundledLibrary.resourcePath() == s"/spillway/native/${NativePlatform.current()}/${System.mapLibraryName("spillway")}")
+    assert(getClass.getResource(BundledLibrary.resourcePath()) != null, BundledLibrary.resourcePath())
   }
 
   test("without the property the library is extracted from the classpath once, to a temp file deleted on exit") {
@@ -47,7 +47,7 @@ class NativeLoaderSuite extends AnyFunSuite {
     for (use <- Seq("first", "second", "plan")) {
       val error = out.getOrElse(s"$use.error", fail(s"no error on '$use': $out"))
       assert(error.startsWith("java.lang.UnsatisfiedLinkError: Spillway native library could not be loaded for " +
-        NativeLoader.platform()), error)
+        NativePlatform.current()), error)
       assert(error.contains(missing) && error.contains(s"-D$Property="), error)
       assert(out(s"$use.cause") == s"java.io.FileNotFoundException: -D$Property=$missing: no such file")
     }

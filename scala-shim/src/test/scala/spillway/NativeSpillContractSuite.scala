@@ -184,7 +184,6 @@ class NativeSpillContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       NativeSpill.releasePlan(bad)
       assertRefusedEverywhere(badFile)
     }
-    NativeSpill.noop()
     val plan = NativeSpill.createPlan(roots, GiB)
     val file = NativeSpill.createTmpFile(plan)
     assert(NativeSpill.write(file, ByteBuffer.wrap(TestFiles.pattern(10)), 0, 10) == 10)
@@ -368,10 +367,6 @@ class NativeSpillContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     assert(rootEntries == before)
     assert(NativeSpill.usedDiskSpace(plan) == 0)
     NativeSpill.releasePlan(plan)
-  }
-
-  test("noop can be called") {
-    (1 to 1000).foreach(_ => NativeSpill.noop())
   }
 
   // ---- local dirs: registration, and conversion of the String[] ------------------------------

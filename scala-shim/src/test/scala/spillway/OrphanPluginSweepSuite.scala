@@ -7,10 +7,11 @@ import org.apache.spark.sql.SparkSession
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Issue 6, item 5, end to end: an executor-like JVM killed with SIGKILL while spilling into a
- * `blockmgr-*` dir leaves its plan dir; the next executor start on the same local dirs (Spark in
- * local mode with spark.plugins=spillway.SpillwayPlugin, whose executor component sweeps its own
- * and sibling block manager dirs) removes it, while a live JVM's plan dir in another sibling stays.
+ * The orphans of killed executors (RELIABILITY.md), end to end: an executor-like JVM killed with
+ * SIGKILL while spilling into a `blockmgr-*` dir leaves its plan dir; the next executor start on
+ * the same local dirs (Spark in local mode with spark.plugins=spillway.SpillwayPlugin, whose
+ * executor component sweeps its own and sibling block manager dirs) removes it, while a live JVM's
+ * plan dir in another sibling stays.
  */
 class OrphanPluginSweepSuite extends AnyFunSuite {
   private val PluginClass = classOf[SpillwayPlugin].getName

@@ -10,10 +10,11 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Issue 6, item 5, with real second JVMs: an executor-like child killed with SIGKILL while it
- * spills leaves its plan dir and owner lock; NativeSpill.sweepOrphans removes exactly those,
- * found through the free flock, while a live child's dir (and this JVM's own live plan's dir)
- * stays; no planted symlink is followed and nothing outside the given dir is touched.
+ * The orphans of killed executors (RELIABILITY.md), with real second JVMs: an executor-like child
+ * killed with SIGKILL while it spills leaves its plan dir and owner lock; NativeSpill.sweepOrphans
+ * removes exactly those, found through the free flock, while a live child's dir (and this JVM's own
+ * live plan's dir) stays; no planted symlink is followed and nothing outside the given dir is
+ * touched.
  */
 class OrphanSweepSuite extends AnyFunSuite with BeforeAndAfterEach {
   private var base: Path = _

@@ -75,7 +75,7 @@ object PluginProbe {
     case List("wrong-platform") =>
       // Started with -Dos.arch set to an architecture the classpath has no library for.
       println(s"platform=${NativeLoader.platform()}")
-      println(s"bundled=${NativeLoader.bundledPlatforms().asScala.mkString(",")}")
+      println(s"bundled=${BundledLibrary.platforms().asScala.mkString(",")}")
       try {
         NativeLoader.load()
         println("loaded=true")

@@ -14,11 +14,12 @@ import org.apache.spark.{SparkEnv, TaskContext, TaskKilledException}
 import org.apache.spark.sql.SparkSession
 
 /**
- * The soak of issue 6, item 4: Spark in local mode, many concurrent tasks for a bounded time,
- * tasks that randomly spill (TaskSpill plans), sort natively (the native sort of a plan of their
- * own, released by a task completion listener), fail (throw) and get cancelled mid-spill (job
- * group cancellation from another thread). Afterwards nothing may be left on disk or in the
- * library, and neither the resident memory nor the Go heap may have grown like a leak.
+ * The Spark soak of RELIABILITY.md ("JVM: the Spark soak"): Spark in local mode, many concurrent
+ * tasks for a bounded time, tasks that randomly spill (TaskSpill plans), sort natively (the native
+ * sort of a plan of their own, released by a task completion listener), fail (throw) and get
+ * cancelled mid-spill (job group cancellation from another thread). Afterwards nothing may be left
+ * on disk or in the library, and neither the resident memory nor the Go heap may have grown like a
+ * leak.
  *
  * Runs as the main class of a child JVM (SparkSoakSuite starts it, `make soak` for longer) with
  * -Xms = -Xmx and -XX:+AlwaysPreTouch: the Java heap is resident in full from the start, so the
@@ -105,7 +106,7 @@ object SparkSoak {
     rnd.nextBytes(chunk)
     var live = 0L
     for (_ <- 1 to 1 + rnd.nextInt(4)) {
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       Counters.files.incrementAndGet()
       val size = chunk.length.toLong * (1 + rnd.nextInt(16))
       Using.resource(file.outputStream()) { out =>

@@ -3,9 +3,10 @@ package spillway
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Issue 6, item 4: runs SparkSoak in a child JVM (its own Spark in local mode, its own resident
- * memory to measure) and passes only if the child's checks all hold: nothing left under the local
- * dirs, no live plan or byte in the library, no leak-like growth of VmRSS or the Go heap.
+ * The Spark soak of RELIABILITY.md: runs SparkSoak in a child JVM (its own Spark in local mode, its
+ * own resident memory to measure) and passes only if the child's checks all hold: nothing left
+ * under the local dirs, no live plan or byte in the library, no leak-like growth of VmRSS or the Go
+ * heap.
  *
  * About two minutes by default; SOAK_SECONDS (environment) or -Dspillway.soak.seconds sets how long
  * the loop runs (`make soak` runs 600 s), SOAK_SEED / -Dspillway.soak.seed the seed.

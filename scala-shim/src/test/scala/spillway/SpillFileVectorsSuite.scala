@@ -1,7 +1,5 @@
 package spillway
 
-import java.io.IOException
-import java.nio.ByteBuffer
 import java.nio.charset.StandardCharsets
 import java.nio.file.{Files, Path, Paths}
 
@@ -9,18 +7,20 @@ import scala.jdk.CollectionConverters._
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import spillway.SpillFileDecoder.{ChunkError, Fault, HeaderError}
+
 /**
- * The shared vectors of the spill file format (testdata/spillfile, its README), read by the JVM
- * through the real library's reader (`NativeSpill.decodeUnsealed`), as the Go test
- * (spill/chunkfile TestVectors) reads them. Every file in the folder is checked, none by a
+ * The shared vectors of the spill file format (testdata/spillfile, its README), read on the JVM by
+ * [[SpillFileDecoder]], a reader written from docs/spill-file-format.md that shares no code with
+ * the library's; the Go test (spill/chunkfile TestVectors) reads them with the library's reader
+ * and checks each `.error` message exactly. Every file in the folder is checked, none by a
  * hard-coded name, so a new vector cannot be skipped silently:
  *
- *  - an unsealed `NAME.chunk` decodes to exactly `NAME.plain`, or fails with an IOException whose
- *    message is exactly `NAME.error`;
- *  - a sealed one (header byte 10 is 1) is sealed under the README's test key, which the JVM cannot
- *    give: no native takes a key (the library's key is made in its memory and never leaves it), so
- *    a sealed vector must be refused at its header, naming the key size. Its plaintext, and the
- *    chunk its `.error` names, are checked by the Go test only.
+ *  - a `NAME.chunk` with `NAME.plain` decodes to exactly those bytes; a sealed one (header byte 10
+ *    is 1) under the README's test key of the size in byte 11, and is refused at its header
+ *    without a key;
+ *  - one with `NAME.error` is refused where that message says: at the header, or at the chunk and
+ *    byte offset it names, for the fault it names.
  */
 class SpillFileVectorsSuite extends AnyFunSuite {
   private val dir: Path = {
@@ -35,17 +35,21 @@ class SpillFileVectorsSuite extends AnyFunSuite {
     finally s.close()
   }
 
-  private def direct(bytes: Array[Byte]): ByteBuffer = {
-    val b = ByteBuffer.allocateDirect(math.max(1, bytes.length))
-    b.put(bytes)
-    b
+  /** The README's test key of `size` bytes: 00 01 02 ... */
+  private def testKey(size: Int): Array[Byte] = Array.tabulate(size)(_.toByte)
+
+  private val ChunkMessage = """spill chunk file: chunk (\d+) \(at byte (\d+)\): (.*)""".r
+
+  /** The words of the library's message for each fault (spill/chunkfile/reader.go). */
+  private def saysFault(message: String, fault: Fault): Boolean = fault match {
+    case Fault.Cut => message.contains("it was cut")
+    case Fault.Trailing => message.contains("past its last chunk")
+    case Fault.CrcMismatch => message.startsWith("CRC-32C mismatch")
+    case Fault.AuthenticationFailed => message.startsWith("AES-GCM authentication failed")
+    case Fault.Malformed => false // no vector has one: the Go tests cover malformed chunk headers
   }
 
-  private def sealedBits(file: Array[Byte]): Option[Int] =
-    if (file.length >= 12 && file(10) == 1) Some((file(11) & 0xff) * 8) else None
-
-  test("every vector in testdata/spillfile decodes to its .plain or fails with its .error") {
-    NativeLoader.load()
+  test("every vector in testdata/spillfile decodes to its .plain or is refused where its .error says") {
     val names = files.map(_.getFileName.toString).toSet
     val checked = scala.collection.mutable.Set("README.md")
     var unsealedCount, sealedCount = 0
@@ -54,27 +58,31 @@ class SpillFileVectorsSuite extends AnyFunSuite {
       val (plainName, errorName) = (s"$base.plain", s"$base.error")
       assert(names(plainName) != names(errorName), s"$name needs exactly one of $plainName and $errorName")
       val file = Files.readAllBytes(dir.resolve(name))
-      val src = direct(file)
-      val expected = if (names(plainName)) Files.readAllBytes(dir.resolve(plainName)) else Array.emptyByteArray
-      // Room for the plain bytes and a little more (a vector that decodes to more fails, not fits);
-      // for an .error vector, room for all that decodes before its bad chunk (the vectors are KiBs).
-      val dst = ByteBuffer.allocateDirect(if (names(plainName)) expected.length + 64 else 1 << 20)
-      sealedBits(file) match {
-        case Some(bits) =>
-          sealedCount += 1
-          val e = intercept[IOException](NativeSpill.decodeUnsealed(src, 0, file.length, dst, 0, dst.capacity()))
-          assert(e.getMessage == s"spill chunk file header: the file is sealed with a $bits-bit key and no key was given", name)
-        case None if names(plainName) =>
-          unsealedCount += 1
-          val n = NativeSpill.decodeUnsealed(src, 0, file.length, dst, 0, dst.capacity())
-          val got = new Array[Byte](n)
-          dst.get(0, got)
-          assert(got.sameElements(expected), s"$name decodes to $n bytes that are not $plainName (${expected.length} bytes)")
-        case None =>
-          unsealedCount += 1
+      val keySize = SpillFileDecoder.sealedKeySize(file)
+      if (keySize.isDefined) sealedCount += 1 else unsealedCount += 1
+      val key = keySize.map(testKey)
+      withClue(name) {
+        if (names(plainName)) {
+          val expected = Files.readAllBytes(dir.resolve(plainName))
+          val got = SpillFileDecoder.decode(file, key)
+          assert(got.sameElements(expected), s"$name decodes to ${got.length} bytes that are not $plainName (${expected.length} bytes)")
+          for (bytes <- keySize) {
+            val e = intercept[HeaderError](SpillFileDecoder.decode(file, None))
+            assert(e.field == "key" && e.getMessage.contains(s"sealed with a ${bytes * 8}-bit key and no key was given"))
+          }
+        } else {
           val want = new String(Files.readAllBytes(dir.resolve(errorName)), StandardCharsets.UTF_8).trim
-          val e = intercept[IOException](NativeSpill.decodeUnsealed(src, 0, file.length, dst, 0, dst.capacity()))
-          assert(e.getMessage == want, name)
+          want match {
+            case ChunkMessage(index, offset, message) =>
+              val e = intercept[ChunkError](SpillFileDecoder.decode(file, key))
+              assert((e.index, e.offset) == ((index.toLong, offset.toLong)), s"$e, where $errorName says: $want")
+              assert(saysFault(message, e.fault), s"$e, where $errorName says: $want")
+            case _ =>
+              assert(want.startsWith("spill chunk file header: "), s"$errorName names neither the header nor a chunk: $want")
+              val e = intercept[HeaderError](SpillFileDecoder.decode(file, key))
+              assert(want.contains(e.field), s"$e, where $errorName says: $want")
+          }
+        }
       }
       checked ++= Seq(name, if (names(plainName)) plainName else errorName)
     }
@@ -83,26 +91,5 @@ class SpillFileVectorsSuite extends AnyFunSuite {
     // The folder holds both kinds (README): a loss of either would leave a path untested here.
     assert(unsealedCount >= 10, s"$unsealedCount unsealed vectors")
     assert(sealedCount >= 4, s"$sealedCount sealed vectors")
-  }
-
-  test("decodeUnsealed refuses heap and read-only buffers and a dst too small, naming the argument") {
-    NativeLoader.load()
-    val name = "none-multi"
-    val file = Files.readAllBytes(dir.resolve(s"$name.chunk"))
-    val plain = Files.readAllBytes(dir.resolve(s"$name.plain"))
-    val src = direct(file)
-    val e1 = intercept[IllegalArgumentException](
-      NativeSpill.decodeUnsealed(ByteBuffer.wrap(file), 0, file.length, ByteBuffer.allocateDirect(plain.length), 0, plain.length))
-    assert(e1.getMessage.contains("src must be a direct ByteBuffer"))
-    val e2 = intercept[IllegalArgumentException](
-      NativeSpill.decodeUnsealed(src, 0, file.length, ByteBuffer.allocateDirect(plain.length).asReadOnlyBuffer(), 0, plain.length))
-    assert(e2.getMessage.contains("dst is read-only"))
-    val e3 = intercept[IllegalArgumentException](
-      NativeSpill.decodeUnsealed(src, 0, file.length, ByteBuffer.allocateDirect(plain.length), 0, plain.length - 1))
-    assert(e3.getMessage.contains("pass a larger buffer"))
-    val e4 = intercept[IllegalArgumentException](
-      NativeSpill.decodeUnsealed(src, 0, file.length + 1, ByteBuffer.allocateDirect(plain.length), 0, plain.length))
-    assert(e4.getMessage.contains("past the limit"))
-    intercept[IllegalArgumentException](NativeSpill.decodeUnsealed(null, 0, 0, ByteBuffer.allocateDirect(1), 0, 1))
   }
 }

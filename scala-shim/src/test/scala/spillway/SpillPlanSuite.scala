@@ -42,7 +42,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("the output stream writes single bytes, small and large arrays, in order") {
     Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       val small = TestFiles.pattern(1000, 1)
       val large = TestFiles.pattern(200 * 1024, 2) // larger than the 64 KiB buffer: written directly
       Using.resource(file.outputStream()) { out =>
@@ -64,7 +64,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     // Room for one 256 KiB chunk of incompressible bytes (stored raw, plus framing), not two.
     val limit = 300 * 1024
     Using.resource(SpillPlan.create(roots, limit)) { plan =>
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       val out = file.outputStream()
       val data = incompressible(600 * 1024) // not one piece repeated: lz4 would find the repeats
       val e = intercept[SpillLimitExceededException] {
@@ -82,7 +82,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("the stream rejects writes after close; close is idempotent and flushes") {
     Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       val out = file.outputStream(16)
       out.write(Array[Byte](1, 2, 3))
       assert(file.bytesWritten == 0) // still in the stream's buffer
@@ -95,7 +95,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("the channel writes heap and direct buffers from their position and advances it") {
     Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       val channel = file.channel()
       val data = TestFiles.pattern(100)
       val heap = ByteBuffer.wrap(data).position(10).limit(30)
@@ -112,8 +112,8 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("release returns the file's bytes and is idempotent; after the plan's close it is a no-op") {
     val plan = SpillPlan.create(roots, 1L << 30)
-    val a = plan.createTmpFile()
-    val b = plan.createTmpFile()
+    val a = plan.createSpillFile()
+    val b = plan.createSpillFile()
     a.write(ByteBuffer.allocate(100), 0, 100)
     b.write(ByteBuffer.allocate(50), 0, 50)
     a.finishWrite()
@@ -131,13 +131,13 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
 
   test("close is idempotent, deletes everything, and the plan and its files refuse use afterwards") {
     val plan = SpillPlan.create(roots, 1L << 30)
-    val file = plan.createTmpFile()
+    val file = plan.createSpillFile()
     file.write(ByteBuffer.allocate(10), 0, 10)
     plan.close()
     plan.close()
     assert(plan.isClosed)
     assert(TestFiles.spillDirsUnder(roots.toSeq).isEmpty)
-    intercept[IllegalStateException](plan.createTmpFile())
+    intercept[IllegalStateException](plan.createSpillFile())
     intercept[IllegalStateException](plan.usedDiskSpace)
     intercept[IllegalStateException](file.write(ByteBuffer.allocate(1), 0, 1))
     intercept[IllegalStateException](file.inputStream())
@@ -147,7 +147,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     intercept[IllegalArgumentException](SpillPlan.create(Array("relative"), 1))
     intercept[IllegalArgumentException](SpillPlan.create(roots, -1))
     Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       intercept[IllegalArgumentException](file.write(ByteBuffer.allocate(10), 5, 6))
       assert(file.bytesWritten == 0)
       file.finishWrite()
@@ -158,7 +158,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("(g) unusable local dirs fail at the first spill with an IOException naming them") {
     val missing = Array(base.resolve("gone-1").toString, base.resolve("gone-2").toString)
     Using.resource(SpillPlan.create(missing, 1L << 30)) { plan =>
-      val e = intercept[IOException](plan.createTmpFile())
+      val e = intercept[IOException](plan.createSpillFile())
       assert(missing.forall(e.getMessage.contains), e.getMessage)
       assert(missing.forall(d => !TestFiles.exists(d)))
     }
@@ -168,7 +168,7 @@ class SpillPlanSuite extends AnyFunSuite with BeforeAndAfterEach {
     val before = NativeStats.read()
     SpillPlan.create(roots, 1L << 30).close() // never spills
     val planDirs = Using.resource(SpillPlan.create(roots, 1L << 30)) { plan =>
-      val files = Seq.fill(3)(plan.createTmpFile())
+      val files = Seq.fill(3)(plan.createSpillFile())
       files.foreach(f => f.write(ByteBuffer.allocate(1000), 0, 1000))
       files.foreach(_.finishWrite()) // the bytes reach the disk, and the counters, chunk by chunk
       files.map(f => TestFiles.parentOf(f.path)).distinct

@@ -11,10 +11,10 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * Issue 6, item 6, at the JVM level through the real library: plan dirs 0700, spill files and
- * owner locks 0600; symlinks planted where a plan dir, a lock or a file could go are never
- * followed; a plan's files live only in its own dirs; handles of released plans never reach a
- * plan created later.
+ * The security checks of RELIABILITY.md ("JVM: security"), through the real library: plan dirs
+ * 0700, spill files and owner locks 0600; symlinks planted where a plan dir, a lock or a file could
+ * go are never followed; a plan's files live only in its own dirs; handles of released plans never
+ * reach a plan created later.
  */
 class SpillSecuritySuite extends AnyFunSuite with BeforeAndAfterEach {
   private val GiB = 1L << 30

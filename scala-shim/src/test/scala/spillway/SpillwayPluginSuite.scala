@@ -127,10 +127,10 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
         val plan = TaskSpill.plan()
         val data = new Array[Byte](MiB)
         new java.util.Random(p).nextBytes(data)
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         Using.resource(file.outputStream())(_.write(data))
         val outcome = if (p == 0) {
-          val second = plan.createTmpFile()
+          val second = plan.createSpillFile()
           try {
             Using.resource(second.outputStream())(_.write(data))
             "written"
@@ -200,12 +200,12 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     }).toMap
     withClue(result.output) {
       assert(result.exitCode == 0)
-      assert(out("platform") == s"${NativeLoader.os()}/riscv64")
+      assert(out("platform") == s"${NativePlatform.os()}/riscv64")
       val bundled = out("bundled").split(",").toSeq
       assert(bundled.contains(NativeLoader.platform()), "the build bundles this machine's platform (and any cross-built)")
       val error = out("error")
       assert(error.startsWith("java.lang.UnsatisfiedLinkError: Spillway native library could not be loaded"))
-      assert(error.contains(s"no native library for ${NativeLoader.os()}/riscv64") &&
+      assert(error.contains(s"no native library for ${NativePlatform.os()}/riscv64") &&
         error.contains(s"carries it for ${bundled.mkString(", ")} only") && error.contains("make lib") &&
         error.contains(s"-D${NativeLoader.LIBRARY_PATH_PROPERTY}="), error)
     }

@@ -29,8 +29,11 @@ final case class ConcurrentObservation(
     fileBytesOnDisk: Long)
 
 /**
- * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): issue 3,
- * item 6 (a)-(f) and the conf. Every check runs before spark.stop(), which deletes the blockmgr dirs.
+ * The temp-dir lifecycle on real Spark (local mode, two local dirs, the real library): (a) no dir
+ * for a plan that never spills, (b) one dir for one that spills and (c) none after the job, (d)
+ * nothing left by a failed or cancelled task, (e) the limit, (f) separate dirs and limits for
+ * concurrent tasks; and the limit's settings. Every check runs before spark.stop(), which deletes
+ * the blockmgr dirs.
  *
  * Files are in the spill format with codec none (set here): nothing shrinks, so the limit
  * arithmetic below holds for any bytes (zeros included); sizes are compared with what each file
@@ -78,7 +81,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     // A caller still holding `first` gets a plan from the current SparkEnv's new registration.
     val plan = TaskSpill.createIn(first, MiB, Long.MaxValue)
     try {
-      val path = plan.createTmpFile().path
+      val path = plan.createSpillFile().path
       assert(localDirs.exists(d => path.startsWith(d + "/")), path)
     } finally plan.close()
     val again = TaskSpill.localDirs(env)
@@ -120,7 +123,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     val size = MiB
     val seen = sc.parallelize(Seq(1), 1).map { _ =>
       val plan = TaskSpill.plan()
-      val file = plan.createTmpFile()
+      val file = plan.createSpillFile()
       Using.resource(file.outputStream())(_.write(TestFiles.pattern(size)))
       TaskObservation(
         localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq,
@@ -149,7 +152,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
     val roots = this.roots
     val e = intercept[SparkException] {
       sc.parallelize(Seq(1), 1).foreach { _ =>
-        val file = TaskSpill.plan().createTmpFile()
+        val file = TaskSpill.plan().createSpillFile()
         file.write(ByteBuffer.wrap(TestFiles.pattern(1000)), 0, 1000)
         val dirs = TestFiles.spillDirsUnder(roots)
         throw new RuntimeException(s"task failed on purpose; file=${file.path} dirs=${dirs.mkString(",")};")
@@ -168,7 +171,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
   test("(d) a cancelled task leaves nothing behind") {
     cancelOnceSpilled("spillway-cancel") {
       sc.parallelize(Seq(1), 1).foreach { _ =>
-        val file = TaskSpill.plan().createTmpFile()
+        val file = TaskSpill.plan().createSpillFile()
         file.write(ByteBuffer.allocate(1000), 0, 1000)
         LocalSpark.awaitCancellation()
       }
@@ -187,7 +190,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
       try {
         intercept[SparkException] {
           spark.range(0, 1, 1, 1).mapPartitions { _ =>
-            val file = TaskSpill.plan().createTmpFile()
+            val file = TaskSpill.plan().createSpillFile()
             Using.resource(file.outputStream())(_.write(TestFiles.pattern(size)))
             Iterator(file.bytesWritten)
           }.collect()
@@ -208,7 +211,7 @@ class TaskSpillSuite extends AnyFunSuite with LocalSpark {
       sc.parallelize(0 until 2, 2).barrier().mapPartitions { _ =>
         val ctx = BarrierTaskContext.get()
         val plan = TaskSpill.plan()
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         val channel = file.channel()
         channel.write(ByteBuffer.allocateDirect(written))
         ctx.barrier() // both tasks have spilled and hold their plans

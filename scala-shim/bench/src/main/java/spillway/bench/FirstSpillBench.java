@@ -13,13 +13,16 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import spillway.NativeSpill;
+import spillway.SpillFile;
+import spillway.SpillPlan;
 
 /**
- * A plan that spills once, with 8 local dirs: build, create one spill file, write 1 byte,
- * release. Spillway creates one plan directory (in the root the file lands in); the eager
- * baseline has already created 8 when the plan was built. The local dirs are shared by all
- * threads, as in {@link PlanLifecycleBench}.
+ * A plan that spills once, with 8 local dirs: build, create one spill file, write 1 byte, close
+ * it, release. Spillway's file is the framed file the product writes ({@link SpillPlan}, in the
+ * executor's default format: {@link DefaultSpillFormat}), whose header and one chunk reach the
+ * disk when the file is finished; it creates one plan directory (in the root the file lands in).
+ * The eager baseline has already created 8 when the plan was built. The local dirs are shared by
+ * all threads, as in {@link PlanLifecycleBench}.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.MICROSECONDS)
@@ -33,6 +36,7 @@ public class FirstSpillBench {
     @Setup(Level.Trial)
     public void setUp() {
       local = LocalDirs.create("first-spill", DIRS);
+      DefaultSpillFormat.configure();
     }
 
     @TearDown(Level.Trial)
@@ -50,12 +54,12 @@ public class FirstSpillBench {
 
   @Benchmark
   public long lazy(Dirs d, OneByte b) throws IOException {
-    long plan = NativeSpill.createPlan(d.local.paths, LocalDirs.LIMIT);
-    try {
-      long file = NativeSpill.createTmpFile(plan);
-      return NativeSpill.write(file, b.buf, 0, 1);
-    } finally {
-      NativeSpill.releasePlan(plan); // deletes the file and the plan's one directory
+    // The plan's close deletes the file and the plan's one directory.
+    try (SpillPlan plan = SpillPlan.create(d.local.paths, LocalDirs.LIMIT)) {
+      SpillFile file = plan.createSpillFile();
+      file.write(b.buf, 0, 1);
+      file.finishWrite(); // the header and the one chunk go to disk
+      return file.bytesWritten();
     }
   }
 

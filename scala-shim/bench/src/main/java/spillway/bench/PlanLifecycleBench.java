@@ -16,7 +16,8 @@ import spillway.NativeSpill;
 
 /**
  * A plan that never spills, from build to release: Spillway through the JNI library against the
- * eager baseline ({@link EagerPlan}), with an empty JNI call as the floor. Two ways to name the
+ * eager baseline ({@link EagerPlan}), with an empty JNI call as the floor ({@link NativeFloor}, in
+ * the library's test build). Two ways to name the
  * local dirs: a registration made once ({@link NativeSpill#registerLocalDirs}, then {@link
  * NativeSpill#createPlanIn} per plan: what the Spark shim does), and the String[] passed on every
  * call ({@link NativeSpill#createPlan}: converted and validated each time).
@@ -83,9 +84,12 @@ public class PlanLifecycleBench {
     return plan.dirCount();
   }
 
-  /** The floor: one empty call into the same library. A plan is two calls (create, release). */
+  /**
+   * The floor: one empty call into the library (its test build, which only adds that call). A
+   * plan is two calls (create, release).
+   */
   @Benchmark
   public void floorNoop() {
-    NativeSpill.noop();
+    NativeFloor.emptyCall();
   }
 }

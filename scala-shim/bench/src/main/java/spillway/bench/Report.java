@@ -29,18 +29,20 @@ import org.openjdk.jmh.util.ListStatistics;
 import org.openjdk.jmh.util.Statistics;
 
 /**
- * Runs every JMH benchmark of the issue "Benchmarks side by side" in one go and writes the
- * Markdown tables: medians, the spread JMH reports, and the ratios the goals are stated in.
- * project/bench.sh runs it; it can also be run alone:
+ * Runs every JMH benchmark that sets Spillway side by side with its baseline (BENCHMARKS.md) in
+ * one go and writes the Markdown tables: medians, the spread JMH reports, and the ratios the goals
+ * are stated in. project/bench.sh runs it; it can also be run alone:
  *
  * <pre>
- * java -cp CLASSPATH -Dspillway.library.path=build/libspillway.so spillway.bench.Report \
+ * java -cp CLASSPATH -Dspillway.library.path=build/libspillway.so \
+ *     -Dspillway.bench.testhooksLibrary=build/libspillway-testhooks.so spillway.bench.Report \
  *     --out build/bench/jmh.md --json-dir build/bench [--quick]
  * </pre>
  *
  * Each benchmark runs in its own forked JVM (JMH's default), so the library's caches start cold
- * in each and one benchmark's leftovers cannot colour another's. {@code --quick} cuts every
- * iteration count and time, to check that everything runs; its numbers mean nothing.
+ * in each and one benchmark's leftovers cannot colour another's. Every fork loads the product
+ * library but the floor's ({@link NativeFloor}), which loads its test build. {@code --quick} cuts
+ * every iteration count and time, to check that everything runs; its numbers mean nothing.
  */
 public final class Report {
   private static final String PKG = "spillway.bench.";
@@ -51,6 +53,8 @@ public final class Report {
 
   private final boolean quick;
   private final Path jsonDir;
+  private final String benchDir;
+  private final String testhooksLibrary;
   private final Options base;
 
   private Report(boolean quick, Path jsonDir) {
@@ -60,15 +64,17 @@ public final class Report {
     if (lib == null) {
       throw new IllegalArgumentException("set -Dspillway.library.path to build/libspillway.so");
     }
-    String dir = System.getProperty(LocalDirs.BASE_PROPERTY, System.getProperty("java.io.tmpdir"));
+    testhooksLibrary = System.getProperty(NativeFloor.LIBRARY_PROPERTY);
+    if (testhooksLibrary == null) {
+      throw new IllegalArgumentException("set -D" + NativeFloor.LIBRARY_PROPERTY
+          + " to build/libspillway-testhooks.so (make lib-testhooks), for the floor");
+    }
+    benchDir = System.getProperty(LocalDirs.BASE_PROPERTY, System.getProperty("java.io.tmpdir"));
     // Modest by design: the whole `make bench` has to fit in about 15 minutes on 2 cores. The
     // 1-thread lifecycle runs (the headline) get 2 forks, the writes 4 interleaved runs a side.
     this.base = new OptionsBuilder()
         // Replaces JMH's default (this JVM's own options), so each fork gets exactly these.
-        .jvmArgs(
-            "-Dspillway.library.path=" + Paths.get(lib).toAbsolutePath(),
-            "-D" + LocalDirs.BASE_PROPERTY + "=" + Paths.get(dir).toAbsolutePath(),
-            "-Xms1g", "-Xmx1g")
+        .jvmArgs(forkArgs(lib))
         .forks(1)
         .warmupIterations(quick ? 1 : 3)
         .warmupTime(quick ? TimeValue.milliseconds(200) : TimeValue.seconds(1))
@@ -113,7 +119,14 @@ public final class Report {
     List<RunResult> lifecycle = new ArrayList<>();
     for (int threads : new int[] {1, 2}) {
       lifecycle.addAll(run("lifecycle-avgt-t" + threads, opts()
-          .include(quote(LIFECYCLE) + "(lazyDirsHandle|lazySameDirs|eager|floorNoop)$")
+          .include(quote(LIFECYCLE) + "(lazyDirsHandle|lazySameDirs|eager)$")
+          .mode(Mode.AverageTime).timeUnit(TimeUnit.NANOSECONDS)
+          .threads(threads)
+          .forks(threads == 1 && !quick ? 2 : 1)));
+      // The floor, the same way, in forks that load the library's test build (NativeFloor).
+      lifecycle.addAll(run("lifecycle-floor-avgt-t" + threads, opts()
+          .include(quote(LIFECYCLE) + "floorNoop$")
+          .jvmArgs(forkArgs(testhooksLibrary))
           .mode(Mode.AverageTime).timeUnit(TimeUnit.NANOSECONDS)
           .threads(threads)
           .forks(threads == 1 && !quick ? 2 : 1)));
@@ -144,8 +157,8 @@ public final class Report {
     for (int round = 0; round < rounds; round++) {
       for (String size : WRITE_SIZES) {
         String[] order = round % 2 == 0
-            ? new String[] {"fileChannelWrite", "nativeWrite"}
-            : new String[] {"nativeWrite", "fileChannelWrite"};
+            ? new String[] {"fileChannelWrite", "spillFileWrite"}
+            : new String[] {"spillFileWrite", "fileChannelWrite"};
         for (String method : order) {
           List<RunResult> rs = run("write-" + method + "-" + size + "-round" + (round + 1), opts()
               .include(quote(WRITE + method) + "$")
@@ -179,6 +192,15 @@ public final class Report {
     return md.toString();
   }
 
+  /** A fork's JVM options, with {@code library} as the library it loads. */
+  private String[] forkArgs(String library) {
+    return new String[] {
+      "-Dspillway.library.path=" + Paths.get(library).toAbsolutePath(),
+      "-D" + LocalDirs.BASE_PROPERTY + "=" + Paths.get(benchDir).toAbsolutePath(),
+      "-Xms1g", "-Xmx1g"
+    };
+  }
+
   private ChainedOptionsBuilder opts() {
     return new OptionsBuilder().parent(base);
   }
@@ -204,11 +226,12 @@ public final class Report {
   private static void lifecycleTables(StringBuilder md, List<RunResult> rs) {
     md.append("### A plan that never spills: createPlanIn + releasePlan\n\n");
     md.append("Average time per plan (per thread), median ± error. `floor` is one empty JNI call\n"
-        + "(`NativeSpill.noop`); a plan is two calls. `eager` creates and recursively removes a temp\n"
-        + "dir in every local dir (DataFusion's Directories mode). The dirs are shared by the\n"
-        + "threads, as an executor's are. `lazy` creates each plan from the local dirs registered once\n"
-        + "(`registerLocalDirs`, then `createPlanIn`), as the shim does; `String[] per call` passes the\n"
-        + "paths to `createPlan`, which converts and validates them on every call.\n\n");
+        + "(`NativeFloor.emptyCall`, which only the library's test build has); a plan is two calls.\n"
+        + "`eager` creates and recursively removes a temp dir in every local dir (DataFusion's\n"
+        + "Directories mode). The dirs are shared by the threads, as an executor's are. `lazy` creates\n"
+        + "each plan from the local dirs registered once (`registerLocalDirs`, then `createPlanIn`), as\n"
+        + "the shim does; `String[] per call` passes the paths to `createPlan`, which converts and\n"
+        + "validates them on every call.\n\n");
     md.append("| threads | local dirs | floor (noop) | lazy | lazy, String[] per call | eager | eager ÷ lazy | lazy ÷ floor |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int threads : new int[] {1, 2}) {
@@ -259,9 +282,10 @@ public final class Report {
   }
 
   private static void firstSpillTable(StringBuilder md, List<RunResult> rs) {
-    md.append("### First spill: createPlan + createTmpFile + write 1 byte + releasePlan, 8 local dirs\n\n");
+    md.append("### First spill: SpillPlan.create + createSpillFile + write 1 byte + finishWrite + close, 8 local dirs\n\n");
     md.append("Average time per plan (per thread), median ± error. Lazy creates the one plan dir its file\n"
-        + "lands in; eager creates 8, puts the file in one and removes all 8.\n\n");
+        + "lands in and writes the framed file the product writes (header and one lz4 chunk); eager\n"
+        + "creates 8, puts a plain file in one and removes all 8.\n\n");
     md.append("| threads | lazy | eager | eager ÷ lazy |\n");
     md.append("|---:|---:|---:|---:|\n");
     for (int threads : new int[] {1, 2}) {
@@ -275,28 +299,31 @@ public final class Report {
   private static void writeTable(StringBuilder md, Map<String, ListStatistics> writes,
       Map<String, List<Double>> writeRuns, int rounds) {
     md.append("### Spill write throughput, direct buffers, 1 thread\n\n");
-    md.append("MiB/s, median ± error, appending one buffer per call to a file that is replaced every\n"
-        + "64 MiB; both files in the plan's spill dir. Page-cache bound (files are deleted before\n"
-        + "writeback), so the ratio is the cost of the JNI path against the JDK's own. The two ran\n"
-        + "as alternating single-fork runs, " + rounds + " per side in ABBA order with the iterations\n"
-        + "pooled, so that fork-to-fork and background variation falls on both sides alike.\n\n");
-    md.append("| buffer | NativeSpill.write | FileChannel.write | native ÷ FileChannel | round by round | goal ≥ 95% |\n");
+    md.append("MiB/s, median ± error, appending one buffer of random bytes per call to a file that is\n"
+        + "replaced every 64 MiB; both files in the plan's spill dir. `SpillFile.write` writes the\n"
+        + "framed file the product writes (256 KiB chunks, each offered to lz4, which cannot shrink\n"
+        + "random bytes, and checked by CRC-32C). Page-cache bound (files are deleted before\n"
+        + "writeback), so the ratio is the cost of the framed JNI path against the JDK's plain\n"
+        + "write. The two ran as alternating single-fork runs, " + rounds + " per side in ABBA order with\n"
+        + "the iterations pooled, so that fork-to-fork and background variation falls on both sides\n"
+        + "alike.\n\n");
+    md.append("| buffer | SpillFile.write | FileChannel.write | SpillFile ÷ FileChannel | round by round | goal ≥ 95% |\n");
     md.append("|---:|---:|---:|---:|---:|:---|\n");
     for (String size : WRITE_SIZES) {
-      ListStatistics nat = writes.get("nativeWrite/" + size);
+      ListStatistics framed = writes.get("spillFileWrite/" + size);
       ListStatistics fc = writes.get("fileChannelWrite/" + size);
-      double r = nat.getPercentile(50) / fc.getPercentile(50);
+      double r = framed.getPercentile(50) / fc.getPercentile(50);
       // The ratio of each round's pair of runs: how far one pair can be from the next.
-      List<Double> natRuns = writeRuns.get("nativeWrite/" + size);
+      List<Double> framedRuns = writeRuns.get("spillFileWrite/" + size);
       List<Double> fcRuns = writeRuns.get("fileChannelWrite/" + size);
       double lo = Double.POSITIVE_INFINITY;
       double hi = Double.NEGATIVE_INFINITY;
-      for (int i = 0; i < natRuns.size(); i++) {
-        double ri = natRuns.get(i) / fcRuns.get(i);
+      for (int i = 0; i < framedRuns.size(); i++) {
+        double ri = framedRuns.get(i) / fcRuns.get(i);
         lo = Math.min(lo, ri);
         hi = Math.max(hi, ri);
       }
-      md.append(row(size.equals("65536") ? "64 KiB" : "1 MiB", mibs(nat), mibs(fc),
+      md.append(row(size.equals("65536") ? "64 KiB" : "1 MiB", mibs(framed), mibs(fc),
           Double.isNaN(r) ? "n/a" : String.format(Locale.ROOT, "%.1f%%", 100 * r),
           String.format(Locale.ROOT, "%.0f–%.0f%%", 100 * lo, 100 * hi),
           Double.isNaN(r) ? "" : r >= 0.95 ? "met" : "MISSED"));

@@ -3,6 +3,8 @@ package spillway.bench;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import spillway.NativeSpill;
+import spillway.SpillFile;
+import spillway.SpillPlan;
 
 /**
  * A plain program for counting system calls per plan with {@code strace -c -f}: it builds 8
@@ -29,6 +31,7 @@ public final class SyscallDriver {
     String kind = args[0];
     int plans = Integer.parseInt(args[1]);
     LocalDirs local = LocalDirs.create("strace-" + kind, DIRS);
+    DefaultSpillFormat.configure();
     ByteBuffer oneByte = ByteBuffer.allocateDirect(1).put(0, (byte) 42);
     long sink = 0;
     try {
@@ -56,11 +59,11 @@ public final class SyscallDriver {
         return plan.dirCount();
       }
       case "lazy-firstspill": {
-        long plan = NativeSpill.createPlan(local.paths, LocalDirs.LIMIT);
-        try {
-          return NativeSpill.write(NativeSpill.createTmpFile(plan), oneByte, 0, 1);
-        } finally {
-          NativeSpill.releasePlan(plan);
+        try (SpillPlan plan = SpillPlan.create(local.paths, LocalDirs.LIMIT)) {
+          SpillFile file = plan.createSpillFile();
+          file.write(oneByte, 0, 1);
+          file.finishWrite();
+          return file.bytesWritten();
         }
       }
       case "eager-firstspill": {

@@ -77,7 +77,7 @@ object ClusterDemo {
     val spilled = onEachExecutor(sc, executors) { () =>
       val plan = TaskSpill.plan()
       val files = (0 until FilesPerTask).map { i =>
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, BytesPerFile, i))
         file
       }
@@ -110,7 +110,7 @@ object ClusterDemo {
     val crashed = sc.parallelize(Seq(0), 1).map { _ =>
       val task = TaskContext.get()
       if (task.attemptNumber() == 0) {
-        val file = TaskSpill.plan().createTmpFile()
+        val file = TaskSpill.plan().createSpillFile()
         Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, BytesPerFile, 0))
         System.err.println(s"cluster demo: executor ${SparkEnv.get.executorId} halting with plan dir ${new File(file.path).getParent}")
         Runtime.getRuntime.halt(137) // no shutdown hooks, no release: a killed executor

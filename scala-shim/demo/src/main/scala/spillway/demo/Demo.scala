@@ -215,7 +215,7 @@ object Demo {
     val plan = TaskSpill.plan()
     val written = if (spills) {
       (0 until files).map { _ =>
-        val file = plan.createTmpFile()
+        val file = plan.createSpillFile()
         Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, bytesPerFile, partition))
         file
       }
