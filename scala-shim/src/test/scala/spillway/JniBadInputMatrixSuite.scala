@@ -379,7 +379,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     for ((label, dirs) <- Seq(
         "null array" -> null, "empty array" -> Array.empty[String], "null element" -> Array[String](null),
         "null after a good dir" -> Array(r, null), "empty path" -> Array(""), "relative" -> Array("rel"),
-        "NUL byte" -> Array(s"$r\u0000"), "duplicate" -> Array(r, r), "unpaired surrogate" -> Array(s"$r/\uD800"))) {
+        "NUL byte" -> Array(s"${r}\u0000"), "duplicate" -> Array(r, r), "unpaired surrogate" -> Array(s"$r/\uD800"))) {
       illegalArgument(s"sweepOrphans($label)")(NativeSpill.sweepOrphans(dirs))
     }
     // P's and Q's dirs live under root and are locked: a valid sweep leaves them.

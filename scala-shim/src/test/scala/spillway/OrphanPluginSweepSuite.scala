@@ -20,7 +20,7 @@ class OrphanPluginSweepSuite extends AnyFunSuite {
 
   private def startHolder(dir: Path): (ChildJvm, Path) = {
     val child = ChildJvm.start(SpillChild.getClass.getName.stripSuffix("$"), Seq("-Xmx128m", "-XX:+UseSerialGC"), Seq("hold", dir.toString))
-    try (child, Paths.get(child.awaitLine("ready ").split(" ")(1)))
+    try { (child, Paths.get(child.awaitLine("ready ").split(" ")(1))) }
     catch { case t: Throwable => child.destroy(); throw t }
   }
 
