@@ -14,7 +14,3 @@ var OwnerLockName = ownerLockName
 func CreateLockByRename(d Dir, name string) (Lock, error) {
 	return d.(*osDir).createLockByRename(name, fileMode)
 }
-
-// FullRootRecheck is how long a root that ran out of space stays out when its free space has
-// not grown.
-const FullRootRecheck = fullRootRecheck

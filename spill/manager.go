@@ -120,6 +120,9 @@ func (m *Manager) Init(cfg Config) error {
 	return nil
 }
 
+// Roots are the local dirs the manager places its files in.
+func (m *Manager) Roots() *Roots { return m.roots }
+
 // Limit is the number of bytes the manager's live files may hold together.
 func (m *Manager) Limit() int64 { return m.limit }
 

@@ -17,7 +17,7 @@ import (
 //
 // A write or create that finds no space (ENOSPC, EDQUOT) takes the root out of the rotation.
 // It comes back as soon as its filesystem has MinFreeSpace more free than when it filled (the
-// plan, or anyone, freed space there), or after fullRootRecheck in any case (quotas are not in
+// plan, or anyone, freed space there), or after FullRootRecheck in any case (quotas are not in
 // statfs). The comparison counts the failed file's own bytes as free already, so a caller that
 // releases the file and retries elsewhere does not bring the root straight back to fail again.
 // A read-only root (EROFS) and one that is missing or unusable stay given up for the plan.
@@ -26,9 +26,11 @@ import (
 // another root has room: one chunk of a framed file at the default chunk size.
 const MinFreeSpace = chunkfile.DefaultChunkSize
 
-// fullRootRecheck is how long a root that ran out of space stays out of the rotation when its
-// free space, as statfs sees it, has not grown: a quota can fill while statfs shows room.
-const fullRootRecheck = time.Second
+// FullRootRecheck is how long a root that ran out of space stays out of the rotation when its
+// free space, as statfs sees it, has not grown: a quota can fill while statfs shows room. A caller
+// that writes its data again elsewhere after a full disk must bound its tries, as the dirs come
+// back (the external sort tries each run at most once more per root).
+const FullRootRecheck = time.Second
 
 // fullMark says that a root ran out of space: why, when, and how much its filesystem had free
 // then, counting the failed file's bytes as free (-1: unknown).
@@ -69,7 +71,7 @@ func (m *Manager) room(s *spillState, r int) (free int64, ok bool) {
 	free = m.freeSpace(r)
 	if mark := s.full[r]; mark != nil {
 		grew := free >= 0 && mark.free >= 0 && free >= mark.free+MinFreeSpace
-		if !grew && time.Since(mark.at) < fullRootRecheck {
+		if !grew && time.Since(mark.at) < FullRootRecheck {
 			return 0, false
 		}
 		s.full[r] = nil

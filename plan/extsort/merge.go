@@ -165,14 +165,15 @@ type pass struct {
 // mergeGroup merges s.runs[i:i+g] into one new run that replaces them. The inputs are released
 // once the new run is whole, not as they are read: when a disk fills up under the new run (it
 // has then left the manager's rotation), the group is merged again from the start into a file
-// on another disk.
+// on another disk, at most as many times as there are local dirs
+// (as writeRun).
 func (s *Sorter) mergeGroup(i, g int) error {
 	group := s.runs[i : i+g]
 	var cost int64
 	for _, r := range group {
 		cost += r.cost()
 	}
-	for {
+	for rewrites := 0; ; rewrites++ {
 		out, err := s.mergeGroupOnce(group)
 		if err == nil {
 			for _, r := range group {
@@ -184,7 +185,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 			s.stats.IntermediateBytes += out.size()
 			return nil
 		}
-		if !spill.RootFull(err) {
+		if !spill.RootFull(err) || rewrites == s.m.Roots().Len() {
 			// Say why there is a pass at all: its disk use comes on top of the runs'.
 			return fmt.Errorf("extsort: merging %d runs into one, as %d runs are too many to merge at once in a memory budget of %d bytes: %w", g, len(s.runs), s.budget, err)
 		}

@@ -3,13 +3,16 @@ package extsort
 import (
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/errorfs"
 	"github.com/spillway/spillway/spill/faultenv"
 )
 
@@ -89,4 +92,38 @@ func TestRealRunLargerThanTheOnlyDiskFailsOnce(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, m.Close())
 	assert.Empty(t, planDirs(t, root))
+}
+
+// Two dirs whose writes fail for want of quota (statfs still shows room), each write taking
+// longer than spill.FullRootRecheck, so a dir is back in the rotation by the time the other has
+// failed: the run is tried on each dir and once more, then the spill fails with the quota error,
+// instead of going round the dirs for ever.
+func TestRunIsWrittenAgainAtMostOncePerDir(t *testing.T) {
+	a, b := faultenv.Tmpfs(t, "size=4m"), faultenv.Tmpfs(t, "size=4m")
+	var writes atomic.Int32
+	slowQuota := func(op errorfs.Op, _ string) syscall.Errno {
+		if op != errorfs.OpWrite {
+			return 0
+		}
+		if writes.Add(1) > 6 {
+			return syscall.EIO // ends the loop the test is about, were it unbounded
+		}
+		time.Sleep(spill.FullRootRecheck + 100*time.Millisecond)
+		return syscall.EDQUOT
+	}
+	r, err := spill.NewRoots([]string{a, b})
+	require.NoError(t, err)
+	m, err := spill.New(spill.Config{Roots: r, Limit: 1 << 30, Format: &testFormat.format, FS: errorfs.Wrap(spill.OSFS{}, slowQuota)})
+	require.NoError(t, err)
+	s := newSorter(t, m, 4<<20)
+	require.NoError(t, s.Add(encode(randomRecords(28, 2_000, 16, 200))))
+	_, err = s.Spill()
+	require.ErrorIs(t, err, syscall.EDQUOT)
+	assert.Equal(t, int32(3), writes.Load(), "one write on each dir and one more")
+	assert.Equal(t, int64(2), s.Stats().RewrittenRuns)
+	assert.Zero(t, m.Used())
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
+	assert.Empty(t, planDirs(t, a))
+	assert.Empty(t, planDirs(t, b))
 }

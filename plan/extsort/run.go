@@ -80,9 +80,12 @@ func (s *Sorter) countRun(r *run, freed int64) {
 // writeRun writes the in-memory records of idx, in order, as a new run. When a disk fills up
 // under it, the run is written again from the start in a new file: the full disk has left the
 // manager's rotation (spill.RootFull), and the records are still in memory. A run that fails is
-// released. Its writer's buffers live only during the call.
+// released. Its writer's buffers live only during the call. A run is written again at most as
+// many times as there are local dirs: a full dir comes back to the rotation when it has room again
+// or after spill.FullRootRecheck, and a run larger than every dir's room must fail rather than go
+// round them for ever.
 func (s *Sorter) writeRun(idx []entry) (*run, error) {
-	for {
+	for rewrites := 0; ; rewrites++ {
 		w, err := s.newRunWriter()
 		if err != nil {
 			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
@@ -100,7 +103,7 @@ func (s *Sorter) writeRun(idx []entry) (*run, error) {
 			return w.run, nil
 		}
 		s.releaseRun(w.run)
-		if !spill.RootFull(err) {
+		if !spill.RootFull(err) || rewrites == s.m.Roots().Len() {
 			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
 		}
 		s.stats.RewrittenRuns++
