@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name
 LIB_MAIN := ./cmd/libspillway
 LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar demo test test-go test-c test-datafusion datafusion-jni test-jvm cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
 
 all: lib
 
@@ -58,11 +58,24 @@ $(LIB_ARM64): $(GO_SOURCES)
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
 		-o $@ $(LIB_MAIN)
 
-# The product jar (target/scala-2.13/spillway_2.13-*.jar): the JVM classes and the libraries only.
+# The Spark lines (project/spark-lines): one sbt project and one jar each, the last line primary
+# (the root project, `spillway`), the others spark35_212, spark35_213, spark40_213, ...
+LINE_PROJECTS := $(shell awk '!/^\#/ && NF == 4 { gsub(/\./, "", $$1); gsub(/\./, "", $$2); print "spark" $$1 "_" $$2 }' project/spark-lines)
+OTHER_LINES := $(filter-out $(lastword $(LINE_PROJECTS)),$(LINE_PROJECTS))
+
+# The product jars, one per Spark line (target/scala-2.13/spillway-spark4.1_2.13-*.jar for the
+# primary line, target/<project>/scala-<scala>/spillway-spark<line>_<scala>-*.jar for the others):
+# the JVM classes and the libraries only. One sbt launch compiles every line.
 JAR_LIBS := lib $(if $(wildcard $(LIB_ARM64)),lib-arm64)
 
 jar: $(JAR_LIBS)
-	$(SBT) package
+	$(SBT) spillway/package $(addsuffix /package,$(OTHER_LINES))
+
+# Every line's jar and POM (Spark and Scala provided) into a Maven repository under build/maven,
+# for `spark-submit --packages io.github.spillway:spillway-spark<line>_<scala>:<version>
+# --repositories file://$(CURDIR)/build/maven` (what make pyspark-example runs).
+publish-local: $(JAR_LIBS)
+	$(SBT) spillway/publish $(addsuffix /publish,$(OTHER_LINES))
 
 # The demos live in their own sbt project (scala-shim/demo), not in the product jar.
 demo: lib
@@ -120,11 +133,23 @@ datafusion-jni:
 	@$(NEED_CARGO)
 	$(CARGO) build $(DATAFUSION_CRATE) --example datafusion_task_sort_jni
 
-# One sbt launch runs every JVM suite in one forked JVM against build/libspillway.so (Spark in local
-# mode included). XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM
-# under -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
+# One sbt launch runs every JVM suite on the primary Spark line in one forked JVM against
+# build/libspillway.so (Spark in local mode included), then on every other line the suites of what
+# differs between lines (LINE_SUITES: the jar check, the TaskSpill lifecycle, the plugin and its
+# confs, the SQL sort and its key types), each line compiled once, against its own Spark.
+# XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM under
+# -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
+LINE_SUITES := spillway.SparkLineSuite spillway.TaskSpillSuite spillway.SpillwayPluginSuite \
+	spillway.SpillwayConfSuite spillway.sql.SpillwaySortSqlSuite spillway.sql.SortKeyEncoderSuite
+
 test-jvm: lib datafusion-jni
-	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" $(SBT) test
+	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" $(SBT) spillway/test \
+		$(foreach l,$(OTHER_LINES),"$(l)/testOnly $(LINE_SUITES)")
+
+# The suites of one line alone: make test-line LINE=spark35_212 (LINE_SUITES, or SUITES=...).
+SUITES ?= $(LINE_SUITES)
+test-line: lib
+	$(SBT) "$(LINE)/testOnly $(SUITES)"
 
 # The soak of RELIABILITY.md for longer than the 90 s loop make test runs (spillway.SparkSoakSuite):
 # Spark tasks in local mode that spill, sort, fail and get cancelled, then nothing may be left on
@@ -135,16 +160,21 @@ soak: lib
 	SOAK_SECONDS=$(SOAK_SECONDS) $(SBT) "testOnly spillway.SparkSoakSuite"
 
 # A standalone master and two workers on loopback (Spark from the pyspark package on PyPI, installed
-# into build/pyspark-venv on first use) run spillway.demo.ClusterDemo from the demo jar, with the
-# product jar beside it and the plugin on; see project/cluster-test.sh. About 1.5 min (plus ~1 min
-# for the first pyspark install).
+# into build/pyspark-<version> on first use) run spillway.demo.ClusterDemo from the demo jar, with
+# the product jar beside it and the plugin on; see project/cluster-test.sh. On the primary line and
+# on Spark 3.5 with Scala 2.12 (Spark 3.5's own distribution). About 1.5 min a line (plus ~1 min for
+# each first pyspark install).
+CLUSTER_LINES := 3.5_2.12 4.1_2.13
+
 cluster-test: $(JAR_LIBS)
-	$(SBT) package demo/package
-	project/cluster-test.sh
+	$(SBT) spillway/package $(addsuffix /package,$(OTHER_LINES)) demo/package demo35_212/package
+	for line in $(CLUSTER_LINES); do project/cluster-test.sh $$line; done
 
 # The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
-# job by configuration alone, checked against Spark's own sort; in the cluster test's venv. ~35 s.
-pyspark-example: jar
+# job by configuration alone, checked against Spark's own sort, on every line pyspark ships (3.5
+# with Scala 2.12, 4.0, 4.1), each in that pyspark's venv: the jar from the local Maven repository
+# with `spark-submit --packages`, and on the primary line also by path. ~40 s a line.
+pyspark-example: publish-local
 	project/pyspark-example.sh
 
 # Every benchmark side by side: JMH through the real library (plan lifecycle against eager dirs and
@@ -180,4 +210,4 @@ bench-sort: lib
 	$(SBT) "bench/runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
 
 clean:
-	rm -rf build target project/target project/project scala-shim/demo/target scala-shim/bench/target
+	rm -rf build target project/target project/project scala-shim/demo/target scala-shim/bench/target scala-shim/lines

@@ -1,10 +1,19 @@
 // Spillway JVM side: the JNI class, its loader and the Spark hook (sources in scala-shim/).
 // Bootstrap with project/sbt (downloads the sbt launcher from Maven Central); see the Makefile.
 
-val sparkVersion = "4.1.3"
-// What differs between Spark lines (3.5, 4.0, 4.1) lives in scala-shim/src/main/spark-<line>/, one
-// small folder per line beside the shared sources; the rest of the tree names no version.
-val sparkLine = sparkVersion.split('.').take(2).mkString(".")
+// One jar per Spark line, from one source tree: project/spark-lines lists the lines (Spark and
+// Scala versions), the last one primary. What differs between lines lives in small per-line
+// folders beside the shared sources, scala-shim/src/{main,test}/spark-<line>/scala; the rest of the
+// tree names no version. The primary line is the root project (`spillway`), every other line a
+// project of its own (`spark35_212`, ...) over the same sources, with its own target dir.
+// project/SparkLineBuild.scala reads project/spark-lines.
+lazy val sparkLines: Seq[SparkLineBuild] = SparkLineBuild.all(file("project/spark-lines"))
+lazy val primaryLine = sparkLines.last
+def sparkLine(id: String): SparkLineBuild = sparkLines.find(_.id == id)
+  .getOrElse(sys.error(s"no Spark line $id in project/spark-lines"))
+
+val spillwayVersion = "0.1.0-SNAPSHOT"
+val spillwayGroup = "io.github.spillway"
 
 // Where the freshly built native library lives (`make lib`); -Dspillway.library.path overrides it
 // for both the jar and the tests, the same property the runtime loader honours.
@@ -37,8 +46,9 @@ def sparkJvmOptions(repo: File, library: File): Seq[String] = sparkJava17Options
 // test-jvm` builds it and passes its path in that property; sbt run alone looks where make puts it.
 lazy val datafusionJniLibrary = settingKey[File]("the Rust JNI library DataFusionTaskSortSuite loads")
 
-val scalaOptions = Seq(
-  scalaVersion := "2.13.17", // the Scala version Spark 4.1.x is built with
+// The compiler of line `l`: the Scala version its Spark release is built with.
+def scalaOptions(l: SparkLineBuild) = Seq(
+  scalaVersion := l.scala,
   javacOptions ++= Seq("--release", "17"),
   scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Xlint")
 )
@@ -54,84 +64,149 @@ def sparkRunSettings = Seq(
   run / javaOptions ++= sparkJvmOptions((ThisBuild / baseDirectory).value, (spillway / nativeLibrary).value)
 )
 
-val sparkProvided = "org.apache.spark" %% "spark-sql" % sparkVersion % Provided
+def sparkProvided(l: SparkLineBuild) = "org.apache.spark" %% "spark-sql" % l.spark % Provided
 
+// Where `make publish-local` installs every line's jar and POM: a Maven repository under build/,
+// for `spark-submit --packages ... --repositories file://...` (project/packages-test.sh).
+lazy val localMavenRepo = settingKey[File]("the local Maven repository of `make publish-local`")
+
+// The jars of the other lines, which spillway.SparkLineSuite loads into this line's Spark.
+lazy val otherLineJars = taskKey[Seq[File]]("the product jars of every other Spark line")
+
+// The settings of one Spark line's product project: the jar with the library, the plugin, the SQL
+// extension and the API, its POM, and the suites against that line's Spark.
+def lineSettings(l: SparkLineBuild) = scalaOptions(l) ++ Seq(
+  name := l.name,
+  moduleName := l.name, // as it is: sbt's default would make the line's dot a dash
+  organization := spillwayGroup,
+  version := spillwayVersion,
+  Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror"), // not for javadoc
+  // Sources live in scala-shim/ (src/main/{java,scala}, src/test/scala, ...), shared by every line;
+  // scala-2.12/scala-2.13 folders beside them are picked by Scala version, spark-<line> by line.
+  sourceDirectory := (ThisBuild / baseDirectory).value / "scala-shim" / "src",
+  Compile / unmanagedSourceDirectories += (Compile / sourceDirectory).value / s"spark-${l.line}" / "scala",
+  Test / unmanagedSourceDirectories += (Test / sourceDirectory).value / s"spark-${l.line}" / "scala",
+  // Spark and Scala are the cluster's: both are Provided in the POM, so `--packages` brings this jar alone.
+  autoScalaLibrary := false,
+  libraryDependencies ++= Seq(
+    "org.scala-lang" % "scala-library" % l.scala % Provided,
+    sparkProvided(l),
+    "org.scalatest" %% "scalatest" % "3.2.19" % Test,
+    // TPC-H's tables, generated in process (spillway.tpch.TpchTables) for the TPC-H suite and `make bench-sql`.
+    "io.trino.tpch" % "tpch" % "1.2" % Test
+  ),
+  localMavenRepo := (ThisBuild / baseDirectory).value / "build" / "maven",
+  publishTo := Some(MavenCache("spillway-local", localMavenRepo.value)),
+  Compile / packageDoc / publishArtifact := false,
+  pomIncludeRepository := (_ => false),
+  nativeLibrary := sys.props.get("spillway.library.path").map(file)
+    .getOrElse((ThisBuild / baseDirectory).value / "build" / "libspillway.so"),
+  // The jar carries the library at the path the loader extracts it from: this platform's, and
+  // those cross-compiled into build/native/<os>/<arch>/ (`make lib-arm64`).
+  Compile / resourceGenerators += Def.task {
+    val lib = nativeLibrary.value
+    if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
+    val native = (Compile / resourceManaged).value / "spillway" / "native"
+    val out = native / nativePlatform / lib.getName
+    IO.copyFile(lib, out, preserveLastModified = true)
+    val crossDir = (ThisBuild / baseDirectory).value / "build" / "native"
+    val cross = (crossDir * DirectoryFilter * DirectoryFilter * lib.getName).get
+      .map(f => f -> (native / IO.relativize(crossDir, f).get))
+      .filter { case (_, to) => to != out }
+    cross.foreach { case (from, to) => IO.copyFile(from, to, preserveLastModified = true) }
+    out +: cross.map(_._2)
+  }.taskValue,
+  // What spillway.SparkLine checks the running Spark and Scala against, and names the right jar with.
+  Compile / resourceGenerators += Def.task {
+    val out = (Compile / resourceManaged).value / "spillway" / "spark-line.properties"
+    IO.write(out, Seq(
+      s"spark.line=${l.line}",
+      s"scala.binary=${l.scalaBinary}",
+      s"group=$spillwayGroup",
+      s"artifact=${l.artifact}",
+      s"version=$spillwayVersion",
+      s"supported=${sparkLines.map(o => s"${o.line}_${o.scalaBinary}").mkString(",")}"
+    ).mkString("", "\n", "\n"))
+    Seq(out)
+  }.taskValue,
+  otherLineJars := (Compile / packageBin).all(ScopeFilter(inProjects(
+    sparkLines.filter(_ != l).map(o => if (o == primaryLine) LocalProject("spillway") else LocalProject(o.id)): _*
+  ))).value,
+  // Tests run Spark in forked JVMs, one suite at a time (2 cores), against the fresh library.
+  Test / fork := true,
+  Test / parallelExecution := false,
+  Test / testForkedParallel := false,
+  // The forked test JVM's java.io.tmpdir is under target/ and removed after the tests: Spark
+  // leaves a spark-* temp dir of its own there for its shutdown hook, which a forked JVM
+  // ending under sbt does not always get to run. The suites still remove what they create.
+  Test / javaOptions += {
+    val tmp = target.value / "test-tmp"
+    IO.createDirectory(tmp)
+    s"-Djava.io.tmpdir=$tmp"
+  },
+  Test / testOptions += Tests.Cleanup(() => IO.delete(target.value / "test-tmp")),
+  datafusionJniLibrary := sys.props.get("spillway.datafusion.jni.library").map(file).getOrElse {
+    val cargoTarget = sys.env.get("CARGO_TARGET_DIR").map(file)
+      .getOrElse(file(sys.props("user.home")) / ".cache" / "spillway" / "cargo-target")
+    cargoTarget / "debug" / "examples" / "libdatafusion_task_sort_jni.so"
+  },
+  Test / javaOptions ++= sparkJvmOptions((ThisBuild / baseDirectory).value, nativeLibrary.value) ++ Seq(
+    // The spill format's shared test vectors, which the JVM reads too (SpillFileVectorsSuite).
+    s"-Dspillway.testdata=${((ThisBuild / baseDirectory).value / "testdata").getAbsolutePath}",
+    s"-Dspillway.datafusion.jni.library=${datafusionJniLibrary.value.getAbsolutePath}",
+    // spillway.SparkLineSuite: this line's Spark (the test's external classpath) and the other lines' jars.
+    s"-Dspillway.test.sparkClasspath=${(Test / externalDependencyClasspath).value.files.mkString(java.io.File.pathSeparator)}",
+    s"-Dspillway.test.testClasses=${(Test / classDirectory).value}",
+    s"-Dspillway.test.ownJar=${(Compile / packageBin).value}",
+    s"-Dspillway.test.otherLineJars=${otherLineJars.value.mkString(java.io.File.pathSeparator)}"
+  ),
+  Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+)
+
+Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1)
+
+// The primary line, at the root: every suite runs on it; the demos and benchmarks build on it.
 lazy val spillway = (project in file("."))
-  .settings(
-    name := "spillway",
-    organization := "io.github.spillway",
-    version := "0.1.0-SNAPSHOT",
-    scalaOptions,
-    Compile / compile / javacOptions ++= Seq("-Xlint:all", "-Werror"), // not for javadoc
-    // Sources live in scala-shim/ (src/main/{java,scala}, src/test/scala, ...).
-    sourceDirectory := baseDirectory.value / "scala-shim" / "src",
-    Compile / unmanagedSourceDirectories += (Compile / sourceDirectory).value / s"spark-$sparkLine" / "scala",
-    libraryDependencies ++= Seq(
-      sparkProvided,
-      "org.scalatest" %% "scalatest" % "3.2.19" % Test,
-      // TPC-H's tables, generated in process (spillway.tpch.TpchTables) for the TPC-H suite and `make bench-sql`.
-      "io.trino.tpch" % "tpch" % "1.2" % Test
-    ),
-    nativeLibrary := sys.props.get("spillway.library.path").map(file)
-      .getOrElse(baseDirectory.value / "build" / "libspillway.so"),
-    // The jar carries the library at the path the loader extracts it from: this platform's, and
-    // those cross-compiled into build/native/<os>/<arch>/ (`make lib-arm64`).
-    Compile / resourceGenerators += Def.task {
-      val lib = nativeLibrary.value
-      if (!lib.isFile) sys.error(s"native library $lib not found: run `make lib` first")
-      val native = (Compile / resourceManaged).value / "spillway" / "native"
-      val out = native / nativePlatform / lib.getName
-      IO.copyFile(lib, out, preserveLastModified = true)
-      val crossDir = baseDirectory.value / "build" / "native"
-      val cross = (crossDir * DirectoryFilter * DirectoryFilter * lib.getName).get
-        .map(f => f -> (native / IO.relativize(crossDir, f).get))
-        .filter { case (_, to) => to != out }
-      cross.foreach { case (from, to) => IO.copyFile(from, to, preserveLastModified = true) }
-      out +: cross.map(_._2)
-    }.taskValue,
-    // Tests run Spark in forked JVMs, one suite at a time (2 cores), against the fresh library.
-    Test / fork := true,
-    Test / parallelExecution := false,
-    Test / testForkedParallel := false,
-    Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1),
-    // The forked test JVM's java.io.tmpdir is under target/ and removed after the tests: Spark
-    // leaves a spark-* temp dir of its own there for its shutdown hook, which a forked JVM
-    // ending under sbt does not always get to run. The suites still remove what they create.
-    Test / javaOptions += {
-      val tmp = target.value / "test-tmp"
-      IO.createDirectory(tmp)
-      s"-Djava.io.tmpdir=$tmp"
-    },
-    Test / testOptions += Tests.Cleanup(() => IO.delete(target.value / "test-tmp")),
-    datafusionJniLibrary := sys.props.get("spillway.datafusion.jni.library").map(file).getOrElse {
-      val cargoTarget = sys.env.get("CARGO_TARGET_DIR").map(file)
-        .getOrElse(file(sys.props("user.home")) / ".cache" / "spillway" / "cargo-target")
-      cargoTarget / "debug" / "examples" / "libdatafusion_task_sort_jni.so"
-    },
-    Test / javaOptions ++= sparkJvmOptions(baseDirectory.value, nativeLibrary.value) ++ Seq(
-      // The spill format's shared test vectors, which the JVM reads too (SpillFileVectorsSuite).
-      s"-Dspillway.testdata=${(baseDirectory.value / "testdata").getAbsolutePath}",
-      s"-Dspillway.datafusion.jni.library=${datafusionJniLibrary.value.getAbsolutePath}"
-    ),
-    Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD")
+  .settings(lineSettings(primaryLine))
+
+// The other lines: the same sources, compiled against their Spark and Scala, each in target/<id>.
+def otherLine(id: String): Project = {
+  val l = sparkLine(id)
+  Project(id, file("scala-shim") / "lines" / id).settings(
+    lineSettings(l),
+    target := (ThisBuild / baseDirectory).value / "target" / id
   )
+}
+lazy val spark35_212 = otherLine("spark35_212")
+lazy val spark35_213 = otherLine("spark35_213")
+lazy val spark40_213 = otherLine("spark40_213")
 
 // The demos (`make demo`, and spillway.demo.ClusterDemo of `make cluster-test`): programs that
 // show and check Spillway in Spark, not part of the product jar. Not aggregated by the root
-// project: `compile`/`test` do not build it.
+// project: `compile`/`test` do not build it. `demo` is the primary line's; `demo35_212` the same
+// sources on Spark 3.5 and Scala 2.12, for the cluster test on that line.
+def demoSettings(l: SparkLineBuild) = scalaOptions(l) ++ sparkRunSettings ++ Seq(
+  name := "spillway-demo",
+  publish / skip := true,
+  autoScalaLibrary := false,
+  libraryDependencies ++= Seq("org.scala-lang" % "scala-library" % l.scala % Provided, sparkProvided(l)),
+  // ClusterDemo checks the plugin's metrics as Spark's metrics system holds them, with the
+  // suites' probe: a test file (not in the product jar), compiled into the demo jar as well.
+  Compile / unmanagedSources += (ThisBuild / baseDirectory).value /
+    "scala-shim/src/test/scala/org/apache/spark/spillway/PluginMetricsProbe.scala",
+  Compile / mainClass := Some("spillway.demo.Demo")
+)
+
 lazy val demo = (project in file("scala-shim/demo"))
   .dependsOn(spillway)
+  .settings(demoSettings(primaryLine))
+
+lazy val demo35_212 = Project("demo35_212", file("scala-shim/lines/demo35_212"))
+  .dependsOn(spark35_212)
   .settings(
-    name := "spillway-demo",
-    scalaOptions,
-    sparkRunSettings,
-    publish / skip := true,
-    libraryDependencies += sparkProvided,
-    // ClusterDemo checks the plugin's metrics as Spark's metrics system holds them, with the
-    // suites' probe: a test file (not in the product jar), compiled into the demo jar as well.
-    Compile / unmanagedSources += (spillway / baseDirectory).value /
-      "scala-shim/src/test/scala/org/apache/spark/spillway/PluginMetricsProbe.scala",
-    Compile / mainClass := Some("spillway.demo.Demo")
+    demoSettings(sparkLine("spark35_212")),
+    sourceDirectory := (ThisBuild / baseDirectory).value / "scala-shim" / "demo" / "src",
+    target := (ThisBuild / baseDirectory).value / "target" / "demo35_212"
   )
 
 // The benchmarks (see BENCHMARKS.md): JMH through the real library (`make bench`; Java sources in
@@ -149,12 +224,12 @@ lazy val bench = (project in file("scala-shim/bench"))
   .dependsOn(spillway)
   .settings(
     name := "spillway-bench",
-    scalaOptions,
+    scalaOptions(primaryLine),
     sparkRunSettings,
     publish / skip := true,
     Compile / compile / javacOptions ++= Seq("-Xlint:all,-processing", "-Werror"),
     libraryDependencies ++= Seq(
-      sparkProvided,
+      sparkProvided(primaryLine),
       "org.openjdk.jmh" % "jmh-core" % jmhVersion,
       "org.openjdk.jmh" % "jmh-generator-annprocess" % jmhVersion % Provided
     ),
