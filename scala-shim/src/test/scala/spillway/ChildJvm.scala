@@ -105,20 +105,22 @@ object ChildJvm {
    * Runs `mainClass` with only `jvmOptions` to its end, with no input; its exit code and output.
    * The wait is bounded only so that a hung child fails the test instead of hanging the build.
    */
-  def run(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil): TestFiles.ProcessResult = {
-    val child = launch(mainClass, jvmOptions, args, _ => false)
+  def run(mainClass: String, jvmOptions: Seq[String], args: Seq[String] = Nil,
+      classpath: String = sys.props("java.class.path")): TestFiles.ProcessResult = {
+    val child = launch(mainClass, jvmOptions, args, _ => false, classpath)
     try {
       child.closeInput()
       TestFiles.ProcessResult(child.waitFor(TimeUnit.MINUTES.toSeconds(5)), child.output)
     } finally child.destroy()
   }
 
-  // With this JVM's classpath; the test run's tmpdir (removed after it) first, so that a child's
-  // own -Djava.io.tmpdir wins.
-  private def launch(mainClass: String, jvmOptions: Seq[String], args: Seq[String], echo: String => Boolean): ChildJvm = {
+  // With this JVM's classpath unless told otherwise; the test run's tmpdir (removed after it)
+  // first, so that a child's own -Djava.io.tmpdir wins.
+  private def launch(mainClass: String, jvmOptions: Seq[String], args: Seq[String], echo: String => Boolean,
+      classpath: String = sys.props("java.class.path")): ChildJvm = {
     val java = Paths.get(sys.props("java.home"), "bin", "java").toString
     val tmpdir = s"-Djava.io.tmpdir=${sys.props("java.io.tmpdir")}"
-    val command = Seq(java, tmpdir) ++ jvmOptions ++ Seq("-cp", sys.props("java.class.path"), mainClass) ++ args
+    val command = Seq(java, tmpdir) ++ jvmOptions ++ Seq("-cp", classpath, mainClass) ++ args
     val process = new ProcessBuilder(command: _*).redirectErrorStream(true).start()
     new ChildJvm(process, command, echo)
   }

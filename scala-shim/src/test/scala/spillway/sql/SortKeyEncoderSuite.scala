@@ -77,17 +77,21 @@ class SortKeyEncoderSuite extends AnyFunSuite {
       ArrayType(IntegerType) -> "array<int>",
       new StructType().add("a", IntegerType) -> "struct<a:int>",
       MapType(StringType, IntegerType) -> "map<string,int>",
-      CalendarIntervalType -> "interval",
-      VariantType -> "variant")
+      CalendarIntervalType -> "interval") ++ SparkLineTestTypes.variant.map(_ -> "variant")
     for ((dt, name) <- cases) {
       assert(!SortKeyEncoder.isSupported(dt))
       val reason = SortKeyEncoder.unsupportedReason(dt)
       assert(reason.exists(_.toLowerCase.contains(name)), s"$dt: $reason")
     }
-    val lcase = StringType("UTF8_LCASE")
-    assert(!SortKeyEncoder.isSupported(lcase))
-    assert(SortKeyEncoder.unsupportedReason(lcase).exists(_.contains("UTF8_LCASE")))
-    assert(SortKeyEncoder.isSupported(StringType("UTF8_BINARY")))
+  }
+
+  // Collations came with Spark 4.0: strings under one sort by their bytes only under UTF8_BINARY.
+  for (lcase <- SparkLineTestTypes.collated("UTF8_LCASE"); binary <- SparkLineTestTypes.collated("UTF8_BINARY")) {
+    test("strings under a collation other than UTF8_BINARY are named with the reason") {
+      assert(!SortKeyEncoder.isSupported(lcase))
+      assert(SortKeyEncoder.unsupportedReason(lcase).exists(_.contains("UTF8_LCASE")))
+      assert(SortKeyEncoder.isSupported(binary))
+    }
   }
 }
 
@@ -168,6 +172,6 @@ object SortKeyEncoderSuite {
     ("timestamp_ntz", TimestampNTZType, integral(Long.MinValue, Long.MaxValue, 40)),
     ("interval year to month", YearMonthIntervalType(), integral(Int.MinValue, Int.MaxValue, 40).map(_.toInt)),
     ("interval day to second", DayTimeIntervalType(), integral(Long.MinValue, Long.MaxValue, 40)),
-    ("time", TimeType(), integral(0L, 86399999999999L, 40)),
-    ("void", NullType, Seq.empty))
+    ("void", NullType, Seq.empty)) ++
+    SparkLineTestTypes.time.map(t => ("time", t, integral(0L, 86399999999999L, 40)))
 }

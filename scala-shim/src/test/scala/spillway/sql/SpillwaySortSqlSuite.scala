@@ -440,11 +440,6 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
       assert(arrays.nativeSorts.isEmpty && arrays.sparkSorts == 1, arrays.plan.toString)
       assert(SpillwaySortRule.fallbacks(arrays.plan) ==
         Seq("t.i ASC NULLS FIRST, t.arr DESC NULLS LAST" -> "key t.arr: nested type array<int> (only atomic types are encoded)"))
-      val collated = run(enabled = true)(spark.sql("SELECT * FROM t ORDER BY str COLLATE UTF8_LCASE"))
-      assert(collated.nativeSorts.isEmpty && collated.sparkSorts == 1, collated.plan.toString)
-      val collatedReasons = SpillwaySortRule.fallbacks(collated.plan).map(_._2)
-      assert(collatedReasons.size == 1 && collatedReasons.head.endsWith("strings under collation UTF8_LCASE do not sort by their bytes"),
-        collatedReasons)
       // A sort inside a subquery is found too; a sort the native sort runs is no fallback.
       val inSubquery = run(enabled = true)(spark.sql(
         "SELECT (SELECT max(r) FROM (SELECT rank() OVER (ORDER BY arr) AS r FROM t)) AS m, str FROM t ORDER BY str"))
@@ -457,8 +452,39 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
       assert(arrays.rows.map(_.get(0)) == off.rows.map(_.get(0)))
     }
     assert(lines.exists(l => l.contains("arr DESC") && l.contains("array<int>")), lines.mkString("\n"))
-    assert(lines.exists(l => l.contains("UTF8_LCASE")), lines.mkString("\n"))
     assertNothingLeft()
+  }
+
+  // TIME came with Spark 4.1, behind spark.sql.timeType.enabled there.
+  if (SparkLineTestTypes.time.isDefined) {
+    test("TIME keys in each direction and null ordering, spilling: the native sort, Spark's order") {
+      val times = "SELECT CASE WHEN id % 11 = 0 THEN NULL ELSE make_time(CAST(id * 7 % 24 AS INT), " +
+        "CAST(id * 13 % 60 AS INT), CAST(id * 17 % 60 AS DECIMAL(16, 6)) + CAST(id % 1000 AS DECIMAL(16, 6)) / 1000000) END AS tm, " +
+        "id FROM range(0, 20000, 1, 3)"
+      for (order <- orderings) withClue(s"ORDER BY tm $order: ") {
+        val on = compare(Seq("tm"), "spark.sql.timeType.enabled" -> "true", Budget -> "64k")(
+          spark.sql(s"SELECT * FROM ($times) ORDER BY tm $order"))
+        assert(on.rows.head.schema("tm").dataType == SparkLineTestTypes.time.get)
+        assert(on.metric("runsSpilled") > 0, "the sort did not spill")
+      }
+    }
+  }
+
+  // Collations came with Spark 4.0 (COLLATE does not parse on 3.5, where every string sorts by its bytes).
+  if (SparkLineTestTypes.collated("UTF8_LCASE").isDefined) {
+    test("strings under a collation fall back to Spark's sort, naming the collation; Spark's order") {
+      val lines = capturingLog {
+        val collated = run(enabled = true)(spark.sql("SELECT * FROM t ORDER BY str COLLATE UTF8_LCASE, id"))
+        assert(collated.nativeSorts.isEmpty && collated.sparkSorts == 1, collated.plan.toString)
+        val collatedReasons = SpillwaySortRule.fallbacks(collated.plan).map(_._2)
+        assert(collatedReasons.size == 1 && collatedReasons.head.endsWith("strings under collation UTF8_LCASE do not sort by their bytes"),
+          collatedReasons)
+        val off = run(enabled = false)(spark.sql("SELECT * FROM t ORDER BY str COLLATE UTF8_LCASE, id"))
+        assert(collated.rows.map(_.get(0)) == off.rows.map(_.get(0)))
+      }
+      assert(lines.exists(l => l.contains("UTF8_LCASE")), lines.mkString("\n"))
+      assertNothingLeft()
+    }
   }
 
   test("spark.spillway.sql.sort.enabled: off leaves the plan untouched; a bad value names the key") {
@@ -508,7 +534,7 @@ object SpillwaySortSqlSuite {
 
   /** Takes every buffer the pool holds (and fresh ones of the sizes it lacks): it is then empty. */
   def drainPool(): Seq[java.nio.ByteBuffer] =
-    Iterator.iterate(DirectBufferPool.MinBytes)(_ * 2).takeWhile(_ <= DirectBufferPool.MaxBytes).toSeq
+    Iterator.iterate(DirectBufferPool.MinBytes)(_ * 2).takeWhile(_ <= DirectBufferPool.MaxBytes).toVector
       .flatMap(size => Seq.fill(DirectBufferPool.SlotsPerSize)(DirectBufferPool.take(size)))
 
   val sortableColumns: Seq[String] =

@@ -36,8 +36,5 @@ object MemoryHog {
   def taskExecutionMemory(task: TaskContext): Long = task.taskMemoryManager().getMemoryConsumptionForThisTask
 
   /** The most execution memory (of the tungsten mode) the task has held. */
-  def peakExecutionMemory(task: TaskContext): Long = {
-    val tmm = task.taskMemoryManager()
-    math.max(tmm.getPeakOnHeapExecutionMemory, tmm.getPeakOffHeapExecutionMemory)
-  }
+  def peakExecutionMemory(task: TaskContext): Long = SparkLineMemory.peakExecutionMemory(task.taskMemoryManager())
 }
