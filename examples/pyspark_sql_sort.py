@@ -1,25 +1,29 @@
 """Spillway's native sort in a PySpark job, turned on by configuration alone.
 
-Usage: python examples/pyspark_sql_sort.py /path/to/spillway_2.13-<version>.jar
+Usage: python examples/pyspark_sql_sort.py /path/to/spillway-spark<line>_<scala>-<version>.jar
+   or: spark-submit --packages io.github.spillway:spillway-spark<line>_<scala>:<version> examples/pyspark_sql_sort.py
 
 Two confs do it: spark.plugins loads the native library on every executor, spark.sql.extensions
 puts Spillway's sort in place of Spark's wherever the sort keys allow. The example runs an ORDER BY
 with a small native memory budget (so that it spills), shows that the plan runs SpillwaySort, and
 checks the result against Spark's own sort (the same query with spark.spillway.sql.sort.enabled
-set to false). Exits 1 if either check fails.
+set to false), and that the sort spilled through Spillway and left nothing behind (the library's
+counters, which count for the whole JVM: in local mode the driver is the executor). Exits 1 if a
+check fails.
 """
 
 import sys
+from typing import Optional
 
 from pyspark.sql import SparkSession
 
 
-def main(jar: str) -> int:
+def main(jar: Optional[str]) -> int:
+    builder = SparkSession.builder.master("local[2]").appName("spillway-pyspark-sql-sort")
+    if jar:  # else spark-submit --packages (or --jars) put it on the classpath
+        builder = builder.config("spark.jars", jar)
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("spillway-pyspark-sql-sort")
-        .config("spark.jars", jar)
-        .config("spark.plugins", "spillway.SpillwayPlugin")
+        builder.config("spark.plugins", "spillway.SpillwayPlugin")
         .config("spark.sql.extensions", "spillway.SpillwayExtensions")
         .config("spark.spillway.sort.memoryBudget", "1m")  # small, so that the sort spills
         .config("spark.ui.enabled", "false")
@@ -32,14 +36,30 @@ def main(jar: str) -> int:
                 "id", "CAST(rand(7) * 1000 AS INT) AS k", "sha2(CAST(id AS STRING), 256) AS s")
             return df.orderBy(df.k.asc_nulls_last(), df.s.desc())
 
+        def counters():
+            stats = spark._jvm.spillway.NativeStats.read()
+            return {name: stats.apply(name) for name in ("spillFiles", "bytesSpilled", "livePlans", "bytesInUse")}
+
+        before = counters()
         native = query()
         rows = native.collect()
+        after = counters()
         # After the run, the adaptive plan is final and shows every sort as it ran.
         plan = native._jdf.queryExecution().executedPlan().toString()
         print(plan)
         if "SpillwaySort" not in plan:
             print("FAIL: the plan has no SpillwaySort; is spark.sql.extensions set and the jar on the classpath?")
             return 1
+
+        files = after["spillFiles"] - before["spillFiles"]
+        spilled = after["bytesSpilled"] - before["bytesSpilled"]
+        if files == 0 or spilled == 0:
+            print(f"FAIL: the sort did not spill through Spillway ({after})")
+            return 1
+        if after["livePlans"] != 0 or after["bytesInUse"] != 0:
+            print(f"FAIL: plans or spill files left after the query ({after})")
+            return 1
+        print(f"spilled through Spillway: {files} files, {spilled} bytes; none left")
 
         spark.conf.set("spark.spillway.sql.sort.enabled", "false")
         expected = query().collect()
@@ -53,7 +73,7 @@ def main(jar: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+    if len(sys.argv) > 2:
+        print("\n".join(__doc__.strip().splitlines()[2:4]), file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv[1] if len(sys.argv) == 2 else None))

@@ -10,38 +10,46 @@
 # and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
 # cluster's state comes from the master's JSON API, never from its log text.
 #
-# Everything lives in build/: the venv (build/pyspark-venv, kept between runs) and the cluster's
-# dirs and logs (build/cluster, fresh each run). Loopback only; every wait is bounded; the master,
+# Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
+# dirs and logs (build/cluster-<line>, fresh each run). Loopback only; every wait is bounded; the master,
 # the workers and their executors are stopped on exit, however the script ends.
 #
+# Usage: project/cluster-test.sh [LINE], LINE a key of project/spark-lines (3.5_2.12, 4.1_2.13;
+# default the primary line) whose pyspark ships that Scala version.
 # Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600).
-# Needs the product and demo jars: run through `make cluster-test`, which builds them.
+# Needs the line's product and demo jars: run through `make cluster-test`, which builds them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
+# shellcheck source=project/lines.sh
+source "$repo_root/project/lines.sh"
 
-die() { echo "cluster-test: $*" >&2; exit 1; }
-log() { echo "cluster-test: $*"; }
+line="${1:-$(primary_line_key)}"
+die() { echo "cluster-test [$line]: $*" >&2; exit 1; }
+log() { echo "cluster-test [$line]: $*"; }
 
 started=$(date +%s)
-jar="$(ls target/scala-2.13/spillway_2.13-*.jar 2>/dev/null | head -1 || true)"
-[[ -f "$jar" ]] || die "no jar in target/scala-2.13: run \`make cluster-test\`"
-jar="$repo_root/$jar"
-demo_jar="$(ls scala-shim/demo/target/scala-2.13/spillway-demo_2.13-*.jar 2>/dev/null | head -1 || true)"
-[[ -f "$demo_jar" ]] || die "no demo jar in scala-shim/demo/target/scala-2.13: run \`make cluster-test\`"
+spark_version="$(line_field "$line" 3)"
+[[ -n "$spark_version" ]] || die "no line $line in project/spark-lines (there are: $(line_keys | tr '\n' ' '))"
+jar="$(line_jar "$line")"
+[[ -f "$jar" ]] || die "no $(line_artifact "$line") jar under $(line_target "$line"): run \`make cluster-test\`"
+scala="${line#*_}"
+if [[ "$line" == "$(primary_line_key)" ]]; then demo_target=scala-shim/demo/target; else demo_target="target/demo${line//./}"; fi
+demo_jar="$(ls "$demo_target/scala-$scala/spillway-demo_$scala-"*.jar 2>/dev/null | head -1 || true)"
+[[ -f "$demo_jar" ]] || die "no demo jar in $demo_target/scala-$scala: run \`make cluster-test\`"
 demo_jar="$repo_root/$demo_jar"
 
-# ---- Spark: pyspark==<the version the jar is built against> in a venv under build/ ----
+# ---- Spark: pyspark==<the line's Spark version> in a venv under build/ ----
 # shellcheck source=project/pyspark-venv.sh
 source "$repo_root/project/pyspark-venv.sh"
-ensure_pyspark_venv cluster-test || die "no pyspark venv"
-SPARK_HOME="$("$venv/bin/python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+ensure_pyspark_venv cluster-test "$spark_version" || die "no pyspark venv"
+[[ "$pyspark_scala" == "$scala" ]] || die "pyspark $spark_version ships Scala $pyspark_scala, not $scala: no cluster test for $line"
 export SPARK_HOME
 [[ -x "$SPARK_HOME/bin/spark-class" && -x "$SPARK_HOME/bin/spark-submit" ]] || die "no bin/spark-class in $SPARK_HOME"
 
 # ---- The cluster's dirs, fresh ----
-cluster="$repo_root/build/cluster"
+cluster="$repo_root/build/cluster-$line"
 rm -rf "$cluster"
 mkdir -p "$cluster/conf" "$cluster/tmp" "$cluster/driver-local"
 # Spark's daemons, driver and executors all read this dir (spark-class puts it on the classpath):
@@ -164,11 +172,12 @@ log "extracted library copies left in the JVMs' tmp dir: $copies"
 [[ $copies -eq 0 ]] || failed=1
 
 # ---- A broken installation ends the application at once, with the reason ----
-# Two more applications, from a Python driver (spark.range needs no Python on the executors):
+# Three more applications, from a Python driver (spark.range needs no Python on the executors):
 # 1. a bad setting: SparkContext creation fails on the driver, before the master hears of it;
 # 2. no library for the executors' platform (-Dos.arch=riscv64): each executor
 #    fails at start and the master would relaunch it without end; the plugin's driver side fails
-#    the job with the executor's message instead and requests no more executors.
+#    the job with the executor's message instead and requests no more executors;
+# 3. another Spark line's jar (below): SparkContext creation fails, naming the jar to use.
 # The driver writes its outcome to a file itself: spark-submit copies the Python process's output
 # through a JVM thread that may not have copied the traceback when spark-submit exits (seen in CI).
 printf '%s\n' 'import sys' 'from pyspark.sql import SparkSession' \
@@ -189,7 +198,7 @@ fail_fast() { # name expected-message extra-spark-submit-args...
   # The bound is generous (2 shared cores): what must fail here is a hang, never a slow start.
   timeout 180 "$SPARK_HOME/bin/spark-submit" \
     --master "$master" --deploy-mode client \
-    --jars "$jar" --conf spark.plugins=spillway.SpillwayPlugin \
+    --jars "${submit_jar:-$jar}" --conf spark.plugins=spillway.SpillwayPlugin \
     --conf spark.executor.cores=1 --conf spark.cores.max=2 \
     --conf spark.executor.memory=512m --driver-memory 512m \
     --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
@@ -218,6 +227,17 @@ fail_fast broken-install "cancelled Spillway cannot start on executor" \
   --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp -Dos.arch=riscv64"
 grep -qs "no native library for linux/riscv64" "$cluster/broken-install.outcome" ||
   { log "broken-install: the job's error does not give the executor's cause"; failed=1; }
+
+# 3. another line's jar: SparkContext creation fails on the driver with the artifact to use.
+wrong_line="$(line_keys | grep -vxF "$line" | tail -1)"
+submit_jar="$(line_jar "$wrong_line")"
+[[ -f "$submit_jar" ]] || die "no $(line_artifact "$wrong_line") jar: run \`make cluster-test\`"
+fail_fast wrong-jar "is built for Spark ${wrong_line%_*} on Scala ${wrong_line#*_}, but this is Spark $spark_version on Scala $scala" \
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp"
+grep -qsF "use io.github.spillway:$(line_artifact "$line"):$(spillway_version) instead" "$cluster/wrong-jar.outcome" ||
+  { log "wrong-jar: the error does not name $(line_artifact "$line")"; failed=1; }
+[[ $last_apps -eq 0 ]] || { log "wrong-jar: the application reached the master"; failed=1; }
+unset submit_jar
 
 ((failed == 0)) || die "FAILED; logs in $cluster"
 log "passed in $(( $(date +%s) - started )) s"
