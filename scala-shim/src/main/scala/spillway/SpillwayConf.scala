@@ -1,6 +1,7 @@
 package spillway
 
 import java.util.Locale
+import java.util.concurrent.ConcurrentHashMap
 
 import org.apache.spark.{SparkConf, TaskContext}
 import org.apache.spark.spillway.SparkInternals
@@ -173,11 +174,24 @@ object SpillwayConf {
     val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++
       formatErrors(conf) ++ conf.getOption(SqlSortEnabledKey).flatMap(sqlSortEnabledError)
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
-    conf.getAll.map(_._1).filter(k => k.startsWith(Prefix) && !KnownKeys.contains(k)).sorted.toSeq.map { k =>
-      s"$k is not a Spillway setting and is ignored; did you mean ${closestKnownKey(k)}? " +
-        s"(Spillway reads ${KnownKeys.mkString(", ")})"
-    }
+    conf.getAll.map(_._1).sorted.toSeq.flatMap(unknownKeyWarning)
   }
+
+  /** The warning for `key` if it is under `spark.spillway.` but not a key Spillway reads (a typo). */
+  def unknownKeyWarning(key: String): Option[String] =
+    if (!key.startsWith(Prefix) || KnownKeys.contains(key)) None
+    else Some(s"$key is not a Spillway setting and is ignored; did you mean ${closestKnownKey(key)}? " +
+      s"(Spillway reads ${KnownKeys.mkString(", ")})")
+
+  // The unknown keys warned of in this JVM: a session key is seen on every query and job.
+  private val warnedKeys = ConcurrentHashMap.newKeySet[String]()
+
+  /**
+   * The warnings for the unknown `spark.spillway.*` keys among `keys` that this JVM has not warned
+   * of yet: each typo is told once, wherever it was set (spark-submit, `spark.conf.set`, `SET`).
+   */
+  def unknownKeyWarningsOnce(keys: Iterable[String]): Seq[String] =
+    keys.iterator.filter(_.startsWith(Prefix)).toSeq.sorted.flatMap(k => unknownKeyWarning(k).filter(_ => warnedKeys.add(k)))
 
   /** The known key nearest to `key` by edit distance (for a typo's warning). */
   def closestKnownKey(key: String): String = KnownKeys.minBy(k => editDistance(k.toLowerCase(Locale.ROOT), key.toLowerCase(Locale.ROOT)))

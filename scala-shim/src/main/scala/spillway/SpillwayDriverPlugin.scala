@@ -4,6 +4,7 @@ import java.util.{Map => JMap}
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicBoolean
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.spark.SparkContext
@@ -33,7 +34,16 @@ class SpillwayDriverPlugin extends DriverPlugin {
   override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
     this.sc = sc
     // Throws on a bad value: SparkContext creation fails with it, before any executor starts.
-    SpillwayConf.validate(sc.getConf).foreach(w => log.warn(s"Spillway: $w"))
+    SpillwayConf.validate(sc.getConf)
+    SpillwayConf.unknownKeyWarningsOnce(sc.getConf.getAll.map(_._1)).foreach(w => log.warn(s"Spillway: $w"))
+    SpillwayDriverPlugin.sqlSortHint(sc.getConf).foreach(h => log.warn(s"Spillway: $h"))
+    // A typo set in a session (`spark.conf.set`, `SET`) reaches the jobs as a local property.
+    sc.addSparkListener(new SparkListener {
+      override def onJobStart(jobStart: SparkListenerJobStart): Unit =
+        Option(jobStart.properties).foreach { p =>
+          SpillwayConf.unknownKeyWarningsOnce(p.stringPropertyNames.asScala).foreach(w => log.warn(s"Spillway: $w"))
+        }
+    })
     java.util.Collections.emptyMap()
   }
 
@@ -71,5 +81,21 @@ class SpillwayDriverPlugin extends DriverPlugin {
     }, "spillway-end-application")
     stopper.setDaemon(true)
     stopper.start()
+  }
+}
+
+object SpillwayDriverPlugin {
+  private val ExtensionClass = "spillway.SpillwayExtensions"
+
+  /**
+   * With the plugin on and the SQL extension off, the one line that says SQL sorts stay Spark's and
+   * what turns them native; none once `spark.spillway.sql.sort.enabled` is set (the user chose).
+   */
+  def sqlSortHint(conf: org.apache.spark.SparkConf): Option[String] = {
+    val extensions = conf.get("spark.sql.extensions", "").split(",").map(_.trim)
+    if (extensions.contains(ExtensionClass) || conf.contains(SpillwayConf.SqlSortEnabledKey)) None
+    else Some(s"SQL sorts stay Spark's own: spark.sql.extensions does not name $ExtensionClass; add it " +
+      s"(--conf spark.sql.extensions=$ExtensionClass) to run them as Spillway's native sort, or set " +
+      s"${SpillwayConf.SqlSortEnabledKey}=false to keep them Spark's without this line")
   }
 }

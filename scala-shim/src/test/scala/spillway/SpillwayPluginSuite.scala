@@ -6,8 +6,12 @@ import java.nio.file.{Files, Path}
 import scala.util.Using
 
 import org.apache.spark.SparkEnv
-import org.apache.spark.spillway.PluginMetricsProbe
+import org.apache.spark.spillway.{ListenerBusProbe, PluginMetricsProbe}
 
+import org.apache.logging.log4j.LogManager
+import org.apache.logging.log4j.core.{LogEvent, Logger => CoreLogger}
+import org.apache.logging.log4j.core.appender.AbstractAppender
+import org.apache.logging.log4j.core.config.Property
 import org.apache.spark.sql.SparkSession
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
@@ -82,6 +86,47 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def lockOf(planDir: String): File = {
     val d = new File(planDir)
     new File(d.getParentFile, s".${d.getName}.owner")
+  }
+
+  /** Runs `body` with a capturing appender on the plugin's logger; the lines logged. */
+  private def pluginLog(body: => Unit): Seq[String] = {
+    val logger = LogManager.getLogger(classOf[SpillwayPlugin]).asInstanceOf[CoreLogger]
+    val lines = new java.util.concurrent.ConcurrentLinkedQueue[String]()
+    val appender = new AbstractAppender("spillway-plugin-capture", null, null, true, Property.EMPTY_ARRAY) {
+      override def append(event: LogEvent): Unit = lines.add(s"${event.getLevel} ${event.getMessage.getFormattedMessage}")
+    }
+    appender.start()
+    logger.addAppender(appender)
+    try body
+    finally {
+      logger.removeAppender(appender)
+      appender.stop()
+    }
+    lines.toArray.map(_.toString).toSeq
+  }
+
+  test("a spark.spillway.* typo set in a session is warned once, at its first job, with the closest key") {
+    val typo = "spark.spillway.maxTempDirectorySise"
+    spark.conf.set(typo, "1g")
+    try {
+      val lines = pluginLog {
+        for (_ <- 1 to 3) assert(spark.range(10).count() == 10)
+        ListenerBusProbe.drain(spark.sparkContext)
+      }
+      assert(lines == Seq(s"WARN Spillway: $typo is not a Spillway setting and is ignored; did you mean " +
+        s"spark.spillway.maxTempDirectorySize? (Spillway reads ${SpillwayConf.KnownKeys.mkString(", ")})"), lines)
+    } finally spark.conf.unset(typo)
+  }
+
+  test("the plugin without the SQL extension says that SQL sorts stay Spark's and what turns them native") {
+    val hint = SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false))
+    assert(hint.contains("SQL sorts stay Spark's own: spark.sql.extensions does not name spillway.SpillwayExtensions; " +
+      "add it (--conf spark.sql.extensions=spillway.SpillwayExtensions) to run them as Spillway's native sort, or set " +
+      "spark.spillway.sql.sort.enabled=false to keep them Spark's without this line"), hint)
+    assert(SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false)
+      .set("spark.sql.extensions", "other.Ext, spillway.SpillwayExtensions")).isEmpty)
+    assert(SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false)
+      .set(SpillwayConf.SqlSortEnabledKey, "false")).isEmpty)
   }
 
   test("at executor start the plugin removes the orphan of a dead process in a sibling blockmgr dir, and only that") {

@@ -16,7 +16,9 @@ import spillway.SpillwayConf
  * `spark.spillway.sql.sort.enabled` is false in the session.
  */
 final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan] {
-  override def apply(plan: SparkPlan): SparkPlan =
+  override def apply(plan: SparkPlan): SparkPlan = {
+    // A typo set in this session (`spark.conf.set`, `SET`): told once per JVM, even with no plugin.
+    SpillwayConf.unknownKeyWarningsOnce(session.conf.getAll.keys).foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
     if (!SpillwaySortRule.enabled(session)) plan
     else
       plan.transformUp { case sort: SortExec =>
@@ -32,6 +34,7 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
             sort
         }
       }
+  }
 }
 
 object SpillwaySortRule extends AdaptiveSparkPlanHelper {

@@ -455,6 +455,18 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     assertNothingLeft()
   }
 
+  test("a spark.spillway.* typo set in the session is warned once by the rule, with the closest key") {
+    val typo = "spark.spillway.sort.memoryBudgett"
+    spark.conf.set(typo, "1m")
+    try {
+      val lines = capturingLog {
+        for (_ <- 1 to 3) run(enabled = true)(spark.sql("SELECT * FROM t ORDER BY i"))
+      }.filter(_.contains(typo))
+      assert(lines.size == 1 && lines.head.startsWith(s"Spillway: $typo is not a Spillway setting and is ignored; " +
+        s"did you mean $Budget?"), lines)
+    } finally spark.conf.unset(typo)
+  }
+
   // TIME came with Spark 4.1, behind spark.sql.timeType.enabled there.
   if (SparkLineTestTypes.time.isDefined) {
     test("TIME keys in each direction and null ordering, spilling: the native sort, Spark's order") {
