@@ -17,34 +17,22 @@ import (
 // that a test can make an entry point panic.
 var registry = plan.Process()
 
-// createPlan and createPlanWithExecutorLimit are for callers that have only the array: the paths
-// are converted and validated on every call. An executor registers its dirs once instead
-// (registerLocalDirs) and creates each plan with createPlanIn, which reads no array.
+// createPlan and createPlanWithExecutorLimit (Java_spillway_NativeSpill_createPlan*, in native.c)
+// are for callers that have only the array. The C entry point reads the array on every call, into
+// its own frame, and hands what it read to spillway_jni_create_plan; the registry recognises a list
+// it has validated before by its content (Registry.CreatePlanForDirs), so only a new list is
+// decoded and validated. An executor registers its dirs once instead (registerLocalDirs) and
+// creates each plan with createPlanIn, which reads no array.
 //
-//export Java_spillway_NativeSpill_createPlan
-func Java_spillway_NativeSpill_createPlan(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize C.jlong) C.jlong {
+//export spillway_jni_create_plan
+func spillway_jni_create_plan(env *C.JNIEnv, status C.int, read *C.spillway_strings, limit, executorLimit C.jlong) C.jlong {
 	defer recoverPanic(env)
-	return createPlan(env, localDirs, int64(maxTempDirectorySize), plan.Unlimited)
-}
-
-//export Java_spillway_NativeSpill_createPlanWithExecutorLimit
-func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *C.JNIEnv, _ C.jclass, localDirs C.jobjectArray, maxTempDirectorySize, maxExecutorTempDirectorySize C.jlong) C.jlong {
-	defer recoverPanic(env)
-	return createPlan(env, localDirs, int64(maxTempDirectorySize), int64(maxExecutorTempDirectorySize))
-}
-
-func createPlan(env *C.JNIEnv, localDirs C.jobjectArray, limit, executorLimit int64) C.jlong {
-	paths, err := javaStrings(env, localDirs, "localDirs")
-	if err != nil {
+	r := stringsRead{c: *read, name: "localDirs"}
+	if err := r.err(status); err != nil {
 		throw(env, err)
 		return 0
 	}
-	dirs, err := plan.ParseLocalDirs(paths)
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	h, err := registry.CreatePlan(dirs, limit, executorLimit)
+	h, err := registry.CreatePlanForDirs(r.key(), r.decode, int64(limit), int64(executorLimit))
 	return handleOrThrow(env, h, err)
 }
 

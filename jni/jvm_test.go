@@ -63,8 +63,12 @@ func runWithJVM(m *testing.M) int {
 		}
 		defer os.RemoveAll(classes)
 		// The contract's exception class, compiled from the shim's own source.
-		src := filepath.Join("..", "scala-shim", "src", "main", "java", "spillway", "SpillLimitExceededException.java")
-		javac := exec.Command(filepath.Join(javaHome, "bin", "javac"), "-d", classes, src)
+		// With the benchmarks' loops of Java-to-native calls (bench_test.go).
+		src := []string{
+			filepath.Join("..", "scala-shim", "src", "main", "java", "spillway", "SpillLimitExceededException.java"),
+			filepath.Join("testdata", "spillway", "jnitest", "Loop.java"),
+		}
+		javac := exec.Command(filepath.Join(javaHome, "bin", "javac"), append([]string{"-d", classes}, src...)...)
 		if out, err := javac.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "compiling %s: %v\n%s", src, err, out)
 			return 1
@@ -82,6 +86,10 @@ func runWithJVM(m *testing.M) int {
 	// JNI_OnLoad has loaded the class and holds it: the dir goes before any test runs, so a
 	// test that crashes the process leaves nothing behind.
 	if classes != "" {
+		if loopHasFloor, err = jvmhost.RegisterLoop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		if err := os.RemoveAll(classes); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -108,7 +116,7 @@ func findJavaHome() (string, error) {
 // jvm is a test's view of the JVM: its thread's JNIEnv, raw for the entry points and wrapped by
 // jnigi to make Java objects and read exceptions.
 type jvm struct {
-	t   *testing.T
+	t   testing.TB
 	raw *_Ctype_JNIEnv
 	ptr unsafe.Pointer // raw, untyped
 	env *jnigi.Env
@@ -116,7 +124,7 @@ type jvm struct {
 
 // attach attaches the test's goroutine (locked to its thread) to the JVM and opens a local frame
 // for the test's references; both are undone when the test ends.
-func attach(t *testing.T) *jvm {
+func attach(t testing.TB) *jvm {
 	t.Helper()
 	raw, env, err := jvmhost.Attach()
 	require.NoError(t, err)
@@ -221,6 +229,16 @@ func (j *jvm) ok(call string) {
 }
 
 // Typed calls of the entry points, each checked to leave no exception.
+
+// Java_spillway_NativeSpill_createPlan and ..WithExecutorLimit call the entry points of those
+// names, which are C (native.c), through jvmhost: a test file cannot call C.
+func Java_spillway_NativeSpill_createPlan(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit _Ctype_jlong) _Ctype_jlong {
+	return _Ctype_jlong(jvmhost.CreatePlan(unsafe.Pointer(env), uintptr(arr), int64(limit)))
+}
+
+func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit, executorLimit _Ctype_jlong) _Ctype_jlong {
+	return _Ctype_jlong(jvmhost.CreatePlanWithExecutorLimit(unsafe.Pointer(env), uintptr(arr), int64(limit), int64(executorLimit)))
+}
 
 func (j *jvm) registerLocalDirs(roots ...string) _Ctype_jlong {
 	j.t.Helper()

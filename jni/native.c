@@ -1,3 +1,4 @@
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "native.h"
@@ -84,73 +85,138 @@ void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len) {
 	}
 }
 
-int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out) {
-	memset(out, 0, sizeof *out);
-	jsize n = (*env)->GetArrayLength(env, arr);
-	if ((*env)->ExceptionCheck(env)) {
+// grow_strings makes room for at least need bytes in out's block, keeping its first used bytes.
+static int grow_strings(spillway_strings *out, size_t *cap, size_t used, size_t need) {
+	size_t grown = *cap * 2 > need ? *cap * 2 : need + 512;
+	unsigned char *block;
+	if (out->allocated) {
+		block = realloc(out->block, grown);
+	} else if ((block = malloc(grown)) != NULL && used > 0) {
+		memcpy(block, out->block, used);
+	}
+	if (block == NULL) {
+		return SPILLWAY_STRINGS_NO_MEMORY;
+	}
+	out->block = block;
+	out->allocated = 1;
+	*cap = grown;
+	return SPILLWAY_STRINGS_OK;
+}
+
+// Up to this many elements, their local references are left to the JVM, which frees them when the
+// native method returns: a native method may always hold 16, and this leaves room for the few an
+// exception takes (spillway_throw). A longer array has each deleted as soon as it is read.
+enum { STRINGS_KEPT_REFS = 12 };
+
+static int read_strings(JNIEnv *env, jobjectArray arr, jsize n, jsize max_chars, jlong max_total, spillway_strings *out,
+                        void *buf, size_t buf_len) {
+	size_t head = (size_t)(n + 1) * sizeof(jsize); // count and ends, before the chars
+	size_t cap = buf_len; // bytes of out->block
+	out->block = buf;
+	if (buf == NULL || cap < head) {
+		cap = 0;
+		int status = grow_strings(out, &cap, 0, head + (n < 64 ? 64 : (size_t)n) * sizeof(jchar));
+		if (status != SPILLWAY_STRINGS_OK) {
+			return status;
+		}
+	}
+	size_t used = head; // bytes of out->block in use
+	jlong total = 0;
+	for (jsize i = 0; i < n; i++) {
+		// Cannot throw: i is within the array.
+		jstring s = (jstring)(*env)->GetObjectArrayElement(env, arr, i);
+		int status = SPILLWAY_STRINGS_OK;
+		jsize len = 0;
+		if (s == NULL) {
+			status = (*env)->ExceptionCheck(env) ? SPILLWAY_STRINGS_PENDING : SPILLWAY_STRINGS_NULL_ELEMENT;
+		} else {
+			len = (*env)->GetStringLength(env, s);
+			total += (jlong)len + 1;
+			if (len > max_chars) {
+				status = SPILLWAY_STRINGS_PATH_TOO_LONG;
+				out->length = len;
+			} else if (total > max_total) {
+				status = SPILLWAY_STRINGS_TOO_MUCH;
+			} else if (used + (size_t)len * sizeof(jchar) > cap) {
+				status = grow_strings(out, &cap, used, used + (size_t)len * sizeof(jchar));
+			}
+		}
+		if (status == SPILLWAY_STRINGS_OK && len > 0) {
+			// Cannot throw either: the region is the whole string, whose length is final.
+			(*env)->GetStringRegion(env, s, 0, len, (jchar *)(out->block + used));
+		}
+		if (s != NULL && n > STRINGS_KEPT_REFS) {
+			(*env)->DeleteLocalRef(env, s);
+		}
+		if (status != SPILLWAY_STRINGS_OK) {
+			out->index = i;
+			return status;
+		}
+		used += (size_t)len * sizeof(jchar);
+		((jsize *)out->block)[i + 1] = (jsize)((used - head) / sizeof(jchar));
+		out->count = i + 1;
+	}
+	if ((*env)->ExceptionCheck(env)) { // what cannot happen above, checked once
 		return SPILLWAY_STRINGS_PENDING;
 	}
+	((jsize *)out->block)[0] = n;
+	out->key_len = used;
+	return SPILLWAY_STRINGS_OK;
+}
+
+int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out,
+                          void *buf, size_t buf_len) {
+	memset(out, 0, sizeof *out);
+	if (arr == NULL) {
+		return SPILLWAY_STRINGS_NULL_ARRAY;
+	}
+	jsize n = (*env)->GetArrayLength(env, arr);
 	out->length = n;
 	if ((jlong)n > max_total) { // every element counts one toward max_total
 		out->index = n - 1;
 		return SPILLWAY_STRINGS_TOO_MUCH;
 	}
-	out->ends = malloc((size_t)(n > 0 ? n : 1) * sizeof(jsize));
-	if (out->ends == NULL) {
-		return SPILLWAY_STRINGS_NO_MEMORY;
+	int status = read_strings(env, arr, n, max_chars, max_total, out, buf, buf_len);
+	if (out->block != NULL) {
+		out->ends = (jsize *)out->block + 1;
+		out->chars = (jchar *)(out->block + (size_t)(n + 1) * sizeof(jsize));
 	}
-	size_t used = 0, cap = 0;
-	jlong total = 0;
-	for (jsize i = 0; i < n; i++) {
-		jstring s = (jstring)(*env)->GetObjectArrayElement(env, arr, i);
-		if (s == NULL) {
-			if ((*env)->ExceptionCheck(env)) {
-				return SPILLWAY_STRINGS_PENDING;
-			}
-			out->index = i;
-			return SPILLWAY_STRINGS_NULL_ELEMENT;
-		}
-		jsize len = (*env)->GetStringLength(env, s);
-		int status = SPILLWAY_STRINGS_OK;
-		total += (jlong)len + 1;
-		if (len > max_chars) {
-			status = SPILLWAY_STRINGS_PATH_TOO_LONG;
-			out->length = len;
-		} else if (total > max_total) {
-			status = SPILLWAY_STRINGS_TOO_MUCH;
-		} else if (used + (size_t)len > cap) {
-			size_t grown = cap * 2 > used + (size_t)len ? cap * 2 : used + (size_t)len + 256;
-			jchar *chars = realloc(out->chars, grown * sizeof(jchar));
-			if (chars == NULL) {
-				status = SPILLWAY_STRINGS_NO_MEMORY;
-			} else {
-				out->chars = chars;
-				cap = grown;
-			}
-		}
-		if (status == SPILLWAY_STRINGS_OK && len > 0) {
-			(*env)->GetStringRegion(env, s, 0, len, out->chars + used);
-			if ((*env)->ExceptionCheck(env)) {
-				status = SPILLWAY_STRINGS_PENDING;
-			}
-		}
-		(*env)->DeleteLocalRef(env, s);
-		if (status != SPILLWAY_STRINGS_OK) {
-			out->index = i;
-			return status;
-		}
-		used += (size_t)len;
-		out->ends[i] = (jsize)used;
-		out->count = i + 1;
-	}
-	return SPILLWAY_STRINGS_OK;
+	return status;
 }
 
 void spillway_free_strings(spillway_strings *s) {
-	free(s->chars);
-	free(s->ends);
+	if (s->allocated) {
+		free(s->block);
+	}
+	s->block = NULL;
+	s->allocated = 0;
 	s->chars = NULL;
 	s->ends = NULL;
+}
+
+// createPlan(String[], ...): the array is read here, into this frame's memory for a usual list,
+// and the plan made by spillway_jni_create_plan (exports.go) from what was read, so the call
+// crosses into Go once and never back into C.
+static jlong create_plan(JNIEnv *env, jobjectArray local_dirs, jlong limit, jlong executor_limit) {
+	unsigned char buf[4096];
+	spillway_strings read;
+	int status = spillway_read_strings(env, local_dirs, SPILLWAY_MAX_DIR_PATH_LEN, SPILLWAY_MAX_DIR_LIST_LEN, &read,
+	                                   buf, sizeof buf);
+	jlong plan = spillway_jni_create_plan(env, status, &read, limit, executor_limit);
+	spillway_free_strings(&read);
+	return plan;
+}
+
+JNIEXPORT jlong JNICALL Java_spillway_NativeSpill_createPlan(JNIEnv *env, jclass cls, jobjectArray local_dirs,
+                                                             jlong max_temp_directory_size) {
+	return create_plan(env, local_dirs, max_temp_directory_size, INT64_MAX);
+}
+
+JNIEXPORT jlong JNICALL Java_spillway_NativeSpill_createPlanWithExecutorLimit(JNIEnv *env, jclass cls,
+                                                                              jobjectArray local_dirs,
+                                                                              jlong max_temp_directory_size,
+                                                                              jlong max_executor_temp_directory_size) {
+	return create_plan(env, local_dirs, max_temp_directory_size, max_executor_temp_directory_size);
 }
 
 int spillway_buffer(JNIEnv *env, jobject buf, jint *limit, void **addr) {

@@ -20,9 +20,15 @@ enum {
 // Throws a new exception of the kind with a UTF-16 message; leaves any exception already pending.
 void spillway_throw(JNIEnv *env, int kind, const jchar *msg, jsize len);
 
-// The UTF-16 chars of a String[]'s elements, in C memory (malloc'd; free with
-// spillway_free_strings): element i is chars[ends[i-1] (0 for i = 0), ends[i]).
+// The UTF-16 chars of a String[]'s elements, in C memory (a block of the caller's, or malloc'd
+// when it is too small; free with spillway_free_strings): element i is chars[ends[i-1] (0 for
+// i = 0), ends[i]). The block is laid out as [count][ends][chars] (count and ends as jsize, chars
+// as jchar, host order): its first key_len bytes are an exact encoding of what was read, the key
+// of a dir set by its content.
 typedef struct {
+	unsigned char *block;
+	int allocated; // block was malloc'd
+	size_t key_len; // bytes of block in use, once the read succeeded
 	jchar *chars;
 	jsize *ends;
 	jsize count;  // elements read
@@ -36,13 +42,22 @@ enum {
 	SPILLWAY_STRINGS_NULL_ELEMENT = 2,  // arr[index] is null
 	SPILLWAY_STRINGS_PATH_TOO_LONG = 3, // arr[index] has more than max_chars chars
 	SPILLWAY_STRINGS_TOO_MUCH = 4,      // the elements up to arr[index] pass max_total chars (one counted per element)
-	SPILLWAY_STRINGS_NO_MEMORY = 5      // malloc failed
+	SPILLWAY_STRINGS_NO_MEMORY = 5,     // malloc failed
+	SPILLWAY_STRINGS_NULL_ARRAY = 6     // arr is null (not read)
 };
 
+// The bounds of a String[] of dirs, plan.MaxDirPathLen and plan.MaxDirListLen (strings.go checks
+// that they are the same).
+#define SPILLWAY_MAX_DIR_PATH_LEN (32 << 10)
+#define SPILLWAY_MAX_DIR_LIST_LEN (16 << 20)
+
 // Reads every element of arr once: its reference, then its length and chars from that same
-// reference, which is then deleted, so any number of elements needs only a few local references.
+// reference. Up to 12 elements, their references stay until the native method returns (within the
+// 16 a native method may hold); past that each is deleted once read, so any number of elements
+// needs only a few local references. The chars go into buf (buf_len bytes; NULL for none) while they fit, else into malloc'd memory.
 // Returns one of SPILLWAY_STRINGS_*; out holds what was read so far either way.
-int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out);
+int spillway_read_strings(JNIEnv *env, jobjectArray arr, jsize max_chars, jlong max_total, spillway_strings *out,
+                          void *buf, size_t buf_len);
 
 // Frees what spillway_read_strings allocated (safe on a zeroed or failed read).
 void spillway_free_strings(spillway_strings *s);

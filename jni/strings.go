@@ -28,42 +28,96 @@ func javaString(env *C.JNIEnv, s string) C.jstring {
 // exactly what was read, whatever another thread does to the array meanwhile. Each path is
 // decoded strictly: one that no file name can hold exactly is refused, never replaced.
 func javaStrings(env *C.JNIEnv, arr C.jobjectArray, name string) ([]string, error) {
-	if arr == 0 {
-		return nil, argumentError(name + " is null; pass absolute directory paths")
+	read, err := readStrings(env, arr, name)
+	defer read.free()
+	if err != nil {
+		return nil, err
 	}
-	var read C.spillway_strings
-	status := C.spillway_read_strings(env, arr, plan.MaxDirPathLen, plan.MaxDirListLen, &read)
-	defer C.spillway_free_strings(&read)
+	return read.decode()
+}
+
+// stringsRead is one read of a String[]: the chars of its elements in C memory, until free.
+type stringsRead struct {
+	c    C.spillway_strings
+	name string
+}
+
+// The bounds native.h gives the read of createPlan's array are plan's.
+const (
+	_ uint = plan.MaxDirPathLen - C.SPILLWAY_MAX_DIR_PATH_LEN
+	_ uint = C.SPILLWAY_MAX_DIR_PATH_LEN - plan.MaxDirPathLen
+	_ uint = plan.MaxDirListLen - C.SPILLWAY_MAX_DIR_LIST_LEN
+	_ uint = C.SPILLWAY_MAX_DIR_LIST_LEN - plan.MaxDirListLen
+)
+
+// readStrings reads every element of arr once (see javaStrings) into C memory; call free on the
+// result even when it fails.
+func readStrings(env *C.JNIEnv, arr C.jobjectArray, name string) (*stringsRead, error) {
+	r := &stringsRead{name: name}
+	status := C.spillway_read_strings(env, arr, plan.MaxDirPathLen, plan.MaxDirListLen, &r.c, nil, 0)
+	return r, r.err(status)
+}
+
+// err is the error of a read that returned status, nil for SPILLWAY_STRINGS_OK.
+func (r *stringsRead) err(status C.int) error {
 	switch status {
 	case C.SPILLWAY_STRINGS_OK:
+		return nil
+	case C.SPILLWAY_STRINGS_NULL_ARRAY:
+		return argumentError(r.name + " is null; pass absolute directory paths")
 	case C.SPILLWAY_STRINGS_NULL_ELEMENT:
-		return nil, plan.NullDirError(name, int(read.index))
+		return plan.NullDirError(r.name, int(r.c.index))
 	case C.SPILLWAY_STRINGS_PATH_TOO_LONG:
-		return nil, plan.DirTooLongError(name, int(read.index), int64(read.length), "chars")
+		return plan.DirTooLongError(r.name, int(r.c.index), int64(r.c.length), "chars")
 	case C.SPILLWAY_STRINGS_TOO_MUCH:
-		return nil, plan.DirListTooLongError(name, int64(read.length), int(read.index), "chars")
+		return plan.DirListTooLongError(r.name, int64(r.c.length), int(r.c.index), "chars")
 	case C.SPILLWAY_STRINGS_NO_MEMORY:
-		return nil, errNoMemory{what: fmt.Sprintf("copying %s (%d elements)", name, read.length)}
+		return errNoMemory{what: fmt.Sprintf("copying %s (%d elements)", r.name, r.c.length)}
 	default:
-		return nil, errJavaPending
+		return errJavaPending
 	}
-	count := int(read.count)
-	if count == 0 {
-		return []string{}, nil
+}
+
+func (r *stringsRead) free() { C.spillway_free_strings(&r.c) }
+
+// ends and chars are what was read: element i is chars[ends[i-1] (0 for i = 0), ends[i]).
+func (r *stringsRead) ends() []C.jsize {
+	if r.c.count == 0 {
+		return nil
 	}
-	ends := unsafe.Slice((*C.jsize)(read.ends), count)
-	chars := unsafe.Slice((*uint16)(unsafe.Pointer(read.chars)), int(ends[count-1]))
-	out := make([]string, count)
+	return unsafe.Slice((*C.jsize)(r.c.ends), int(r.c.count))
+}
+
+func (r *stringsRead) chars() []uint16 {
+	ends := r.ends()
+	if len(ends) == 0 || ends[len(ends)-1] == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(r.c.chars)), int(ends[len(ends)-1]))
+}
+
+// decode turns what was read into Go strings, strictly (decodePath).
+func (r *stringsRead) decode() ([]string, error) {
+	ends, chars := r.ends(), r.chars()
+	out := make([]string, len(ends))
 	start := 0
 	for i, end := range ends {
 		s, err := decodePath(chars[start:int(end)])
 		if err != nil {
-			return nil, plan.DirError(name, i, err.Error())
+			return nil, plan.DirError(r.name, i, err.Error())
 		}
 		out[i] = s
 		start = int(end)
 	}
 	return out, nil
+}
+
+// key is an exact encoding of what was read, for plan.Registry.CreatePlanForDirs: the element
+// count, each element's end and every char (spillway_strings), so equal keys are equal reads and
+// decode to equal lists, or fail alike. It is the content of the strings, never their identity.
+// It lives in C memory until free (or until the C caller's frame returns).
+func (r *stringsRead) key() []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(r.c.block)), int(r.c.key_len))
 }
 
 // decodePath turns the UTF-16 of a Java string into the UTF-8 bytes of a path, exactly: every

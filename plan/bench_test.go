@@ -52,3 +52,28 @@ func BenchmarkCreateReleasePlanIn(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCreateReleasePlanForDirs is the same through the cache of dir lists by content, as
+// createPlan(String[]) does after its first call: the key is what the JNI door makes of 8 paths.
+func BenchmarkCreateReleasePlanForDirs(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("roots=%d", n), func(b *testing.B) {
+			dirs, _ := localDirs(b, n)
+			key := testKey(dirs)
+			r := NewRegistry(nil)
+			paths := func() ([]string, error) { return dirs, nil }
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					h, err := r.CreatePlanForDirs(key, paths, 100<<30, Unlimited)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := r.ReleasePlan(h); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -29,7 +29,9 @@ type Registry struct {
 	files *handleTable[*fileEntry]
 	sorts *handleTable[*sortEntry]
 	dirs  *readMostlyTable[*spill.Roots] // registered local dirs; see RegisterLocalDirs
-	fs    spill.FS
+	// dirSets remembers the dir sets of CreatePlanForDirs by content; see there.
+	dirSets dirSetCache
+	fs      spill.FS
 
 	readers *handleTable[*readerEntry]
 	// format is the file format new plans take (ConfigureFormat); nil for the zero Format.

@@ -10,6 +10,7 @@ package jvmhost
 #include <dlfcn.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <jni.h>
 
 // Weak, so that this package links without the library (it then reports the symbol missing);
@@ -77,6 +78,61 @@ static void *jvmhost_attach(void) {
 static jint jvmhost_detach(void) {
 	JavaVM *vm = created_vm();
 	return vm == NULL ? JNI_ERR : (*vm)->DetachCurrentThread(vm);
+}
+
+// The entry points spillway/jnitest/Loop binds, weak like JNI_OnLoad; the floor is only in the
+// test build of the library (-tags spillway_testhooks).
+#pragma weak Java_spillway_bench_NativeFloor_emptyCall
+#pragma weak Java_spillway_NativeSpill_createPlan
+#pragma weak Java_spillway_NativeSpill_createPlanIn
+#pragma weak Java_spillway_NativeSpill_releasePlan
+#pragma weak Java_spillway_NativeSpill_createPlanWithExecutorLimit
+extern void Java_spillway_bench_NativeFloor_emptyCall(JNIEnv *, jclass);
+extern jlong Java_spillway_NativeSpill_createPlan(JNIEnv *, jclass, jobjectArray, jlong);
+extern jlong Java_spillway_NativeSpill_createPlanIn(JNIEnv *, jclass, jlong, jlong, jlong);
+extern void Java_spillway_NativeSpill_releasePlan(JNIEnv *, jclass, jlong);
+extern jlong Java_spillway_NativeSpill_createPlanWithExecutorLimit(JNIEnv *, jclass, jobjectArray, jlong, jlong);
+
+// createPlan(String[]) is a C entry point of the library (jni/native.c): Go test code calls it here.
+static jlong jvmhost_create_plan(void *env, uintptr_t arr, jlong limit, jlong executor_limit, int with_executor_limit) {
+	if (with_executor_limit) {
+		return Java_spillway_NativeSpill_createPlanWithExecutorLimit(env, NULL, (jobjectArray)arr, limit, executor_limit);
+	}
+	return Java_spillway_NativeSpill_createPlan(env, NULL, (jobjectArray)arr, limit);
+}
+
+// Loads spillway/jnitest/Loop and binds its natives (a global reference keeps the class loaded).
+// Returns 0, 1 if the floor is missing (the others are bound), -1 if a symbol or the class is
+// missing or binding failed (the exception cleared).
+static int jvmhost_register_loop(void) {
+	JavaVM *vm = created_vm();
+	JNIEnv *env = NULL;
+	if (vm == NULL || (*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) {
+		return -1;
+	}
+	if (Java_spillway_NativeSpill_createPlan == NULL || Java_spillway_NativeSpill_createPlanIn == NULL ||
+	    Java_spillway_NativeSpill_releasePlan == NULL) {
+		return -1;
+	}
+	jclass local = (*env)->FindClass(env, "spillway/jnitest/Loop");
+	if (local == NULL) {
+		(*env)->ExceptionClear(env);
+		return -1;
+	}
+	jclass cls = (jclass)(*env)->NewGlobalRef(env, local);
+	(*env)->DeleteLocalRef(env, local);
+	JNINativeMethod methods[] = {
+		{"createPlan", "([Ljava/lang/String;J)J", (void *)Java_spillway_NativeSpill_createPlan},
+		{"createPlanIn", "(JJJ)J", (void *)Java_spillway_NativeSpill_createPlanIn},
+		{"releasePlan", "(J)V", (void *)Java_spillway_NativeSpill_releasePlan},
+		{"emptyCall", "()V", (void *)Java_spillway_bench_NativeFloor_emptyCall},
+	};
+	int n = Java_spillway_bench_NativeFloor_emptyCall == NULL ? 3 : 4;
+	if ((*env)->RegisterNatives(env, cls, methods, n) != 0) {
+		(*env)->ExceptionClear(env);
+		return -1;
+	}
+	return n == 4 ? 0 : 1;
 }
 
 // Returns the pending exception (a new local reference) and clears it, or 0 if none is pending.
@@ -149,6 +205,30 @@ func Detach() error {
 		return errors.New("detaching the thread from the JVM failed")
 	}
 	return nil
+}
+
+// RegisterLoop loads the class spillway/jnitest/Loop (jni/testdata) from the class path and binds
+// its natives to the library linked into this binary; call it on Start's thread, before the class
+// path goes. hasFloor says whether its emptyCall is bound (only in the test build of the library).
+func RegisterLoop() (hasFloor bool, err error) {
+	switch C.jvmhost_register_loop() {
+	case 0:
+		return true, nil
+	case 1:
+		return false, nil
+	}
+	return false, errors.New("binding spillway/jnitest/Loop's natives failed (class or entry points missing)")
+}
+
+// CreatePlan calls the library's NativeSpill.createPlan(String[], long) entry point, which is C
+// (jni/native.c), with env and the array arr; CreatePlanWithExecutorLimit calls
+// createPlanWithExecutorLimit. Test files cannot call C themselves.
+func CreatePlan(env unsafe.Pointer, arr uintptr, limit int64) int64 {
+	return int64(C.jvmhost_create_plan(env, C.uintptr_t(arr), C.jlong(limit), 0, 0))
+}
+
+func CreatePlanWithExecutorLimit(env unsafe.Pointer, arr uintptr, limit, executorLimit int64) int64 {
+	return int64(C.jvmhost_create_plan(env, C.uintptr_t(arr), C.jlong(limit), C.jlong(executorLimit), 1))
 }
 
 // TakeException returns the exception pending on env, cleared, as a local reference (nil if none

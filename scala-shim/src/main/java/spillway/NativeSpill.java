@@ -63,9 +63,13 @@ public final class NativeSpill {
 
   /**
    * Validates the arguments and returns a plan handle. Touches no filesystem: the plan's directory
-   * under a local dir is created by its first {@link #createTmpFile}. The paths are converted and
-   * validated on every call: a caller that creates many plans in the same dirs registers them
-   * once ({@link #registerLocalDirs}) and calls {@link #createPlanIn}.
+   * under a local dir is created by its first {@link #createTmpFile}. The array is read on every
+   * call, each element once; a list the library has validated before is recognised by its content
+   * (every char of every element, never the identity of the array or its strings), and only a new
+   * list is converted and validated. So a caller that changes its array between calls gets a plan
+   * in exactly the dirs the array holds at the call, or the exception they deserve. A caller that
+   * creates many plans in the same dirs still does better to register them once ({@link
+   * #registerLocalDirs}) and call {@link #createPlanIn}, which reads no array.
    *
    * @param localDirs absolute paths of the roots the plan may spill into (not null, not empty);
    *     each element is read once

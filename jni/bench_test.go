@@ -1,0 +1,62 @@
+package jni
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/stretchr/testify/require"
+	"github.com/timob/jnigi"
+)
+
+// loopHasFloor says whether spillway/jnitest/Loop.emptyCall is bound: only in the test build of
+// the library (go test -tags spillway_testhooks), which has NativeFloor.emptyCall. Set in TestMain.
+var loopHasFloor bool
+
+const loopClass = "spillway/jnitest/Loop"
+
+// BenchmarkJVMPlanLifecycle creates and releases a plan that never spills through real
+// Java-to-native calls: each op is one iteration of a Java loop (testdata's Loop), two calls into
+// the library. floor is two empty calls (NativeFloor.emptyCall, -tags spillway_testhooks); in is
+// createPlanIn with registered dirs, the executor's path; array is createPlan(String[], long), the
+// same String[] every time, as a caller without a registration passes it (after the first call, a
+// hit of the registry's cache of dir sets by content). Compare them within one run:
+//
+//	go test -tags spillway_testhooks -run '^$' -bench JVMPlanLifecycle -count 5 ./jni/
+func BenchmarkJVMPlanLifecycle(b *testing.B) {
+	dirs := make([]string, 8)
+	base := b.TempDir()
+	for i := range dirs {
+		dirs[i] = filepath.Join(base, fmt.Sprintf("local-dir-%d", i))
+		require.NoError(b, os.Mkdir(dirs[i], 0o700))
+	}
+	b.Run("floor", func(b *testing.B) {
+		if !loopHasFloor {
+			b.Skip("no NativeFloor.emptyCall: run with -tags spillway_testhooks")
+		}
+		j := attach(b)
+		b.ResetTimer()
+		require.NoError(b, j.env.CallStaticMethod(loopClass, "empty", nil, b.N))
+	})
+	b.Run("in/dirs=8", func(b *testing.B) {
+		j := attach(b)
+		h := j.registerLocalDirs(dirs...)
+		defer j.releaseLocalDirs(h)
+		b.ResetTimer()
+		require.NoError(b, j.env.CallStaticMethod(loopClass, "createPlansIn", nil, b.N, int64(h)))
+	})
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("array/dirs=%d", n), func(b *testing.B) {
+			j := attach(b)
+			refs := make([]*jnigi.ObjectRef, n)
+			for i, d := range dirs[:n] {
+				refs[i] = j.str(utf16.Encode([]rune(d)))
+			}
+			arr := j.env.ToObjectArray(refs, "java/lang/String")
+			b.ResetTimer()
+			require.NoError(b, j.env.CallStaticMethod(loopClass, "createPlans", nil, b.N, arr))
+		})
+	}
+}

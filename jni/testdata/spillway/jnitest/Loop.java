@@ -1,0 +1,47 @@
+package spillway.jnitest;
+
+/**
+ * Loops of JNI calls into the library linked into the jni test binary, for its Go benchmarks
+ * (jni/bench_test.go), and a store into a String[] for its tests: each loop runs in Java, so every call is a real Java-to-native call, as
+ * in an executor, and Go times the whole loop. The natives are bound with RegisterNatives
+ * (jvmhost.RegisterLoop): emptyCall to NativeFloor.emptyCall of the test build (-tags
+ * spillway_testhooks), the others to NativeSpill's entry points.
+ */
+public final class Loop {
+  private Loop() {}
+
+  static native void emptyCall();
+
+  static native long createPlan(String[] localDirs, long maxTempDirectorySize);
+
+  static native long createPlanIn(long dirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
+
+  static native void releasePlan(long plan);
+
+  /** a[i] = s: a caller changing its array between calls (createplan_test.go). */
+  public static void set(String[] a, int i, String s) {
+    a[i] = s;
+  }
+
+  /** n times two empty calls: the floor of a create and a release. */
+  public static void empty(int n) {
+    for (int i = 0; i < n; i++) {
+      emptyCall();
+      emptyCall();
+    }
+  }
+
+  /** n plans created with createPlan(String[], long) and released. */
+  public static void createPlans(int n, String[] localDirs) {
+    for (int i = 0; i < n; i++) {
+      releasePlan(createPlan(localDirs, 100L << 30));
+    }
+  }
+
+  /** n plans created with createPlanIn and released. */
+  public static void createPlansIn(int n, long dirs) {
+    for (int i = 0; i < n; i++) {
+      releasePlan(createPlanIn(dirs, 100L << 30, Long.MAX_VALUE));
+    }
+  }
+}
