@@ -198,7 +198,7 @@ void spillway_free_strings(spillway_strings *s) {
 // and the plan made by spillway_jni_create_plan (exports.go) from what was read, so the call
 // crosses into Go once and never back into C.
 static jlong create_plan(JNIEnv *env, jobjectArray local_dirs, jlong limit, jlong executor_limit) {
-	unsigned char buf[4096];
+	_Alignas(jlong) unsigned char buf[4096];
 	spillway_strings read;
 	int status = spillway_read_strings(env, local_dirs, SPILLWAY_MAX_DIR_PATH_LEN, SPILLWAY_MAX_DIR_LIST_LEN, &read,
 	                                   buf, sizeof buf);

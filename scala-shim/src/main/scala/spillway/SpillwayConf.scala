@@ -191,7 +191,9 @@ object SpillwayConf {
    * of yet: each typo is told once, wherever it was set (spark-submit, `spark.conf.set`, `SET`).
    */
   def unknownKeyWarningsOnce(keys: Iterable[String]): Seq[String] =
-    keys.iterator.filter(_.startsWith(Prefix)).toSeq.sorted.flatMap(k => unknownKeyWarning(k).filter(_ => warnedKeys.add(k)))
+    // Told keys cost a set lookup per call: the message (an edit distance per known key) is made once.
+    keys.iterator.filter(k => k.startsWith(Prefix) && !KnownKeys.contains(k) && warnedKeys.add(k)).toSeq.sorted
+      .flatMap(unknownKeyWarning)
 
   /** The known key nearest to `key` by edit distance (for a typo's warning). */
   def closestKnownKey(key: String): String = KnownKeys.minBy(k => editDistance(k.toLowerCase(Locale.ROOT), key.toLowerCase(Locale.ROOT)))

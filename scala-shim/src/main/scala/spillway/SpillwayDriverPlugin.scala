@@ -89,13 +89,17 @@ object SpillwayDriverPlugin {
 
   /**
    * With the plugin on and the SQL extension off, the one line that says SQL sorts stay Spark's and
-   * what turns them native; none once `spark.spillway.sql.sort.enabled` is set (the user chose).
+   * what turns them native; none once `spark.spillway.sql.sort.enabled=false` says the user chose
+   * Spark's (with `true` and no extension, the sorts the user asked for would silently not come).
+   * A session that adds the extension in code (`withExtensions`) is not seen here; the line says so.
    */
   def sqlSortHint(conf: org.apache.spark.SparkConf): Option[String] = {
     val extensions = conf.get("spark.sql.extensions", "").split(",").map(_.trim)
-    if (extensions.contains(ExtensionClass) || conf.contains(SpillwayConf.SqlSortEnabledKey)) None
+    val keptSparks = conf.getOption(SpillwayConf.SqlSortEnabledKey).exists(_.trim.equalsIgnoreCase("false"))
+    if (extensions.contains(ExtensionClass) || keptSparks) None
     else Some(s"SQL sorts stay Spark's own: spark.sql.extensions does not name $ExtensionClass; add it " +
       s"(--conf spark.sql.extensions=$ExtensionClass) to run them as Spillway's native sort, or set " +
-      s"${SpillwayConf.SqlSortEnabledKey}=false to keep them Spark's without this line")
+      s"${SpillwayConf.SqlSortEnabledKey}=false to keep them Spark's without this line (a session that adds it " +
+      "with withExtensions runs them natively regardless)")
   }
 }

@@ -122,11 +122,15 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     val hint = SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false))
     assert(hint.contains("SQL sorts stay Spark's own: spark.sql.extensions does not name spillway.SpillwayExtensions; " +
       "add it (--conf spark.sql.extensions=spillway.SpillwayExtensions) to run them as Spillway's native sort, or set " +
-      "spark.spillway.sql.sort.enabled=false to keep them Spark's without this line"), hint)
+      "spark.spillway.sql.sort.enabled=false to keep them Spark's without this line (a session that adds it " +
+      "with withExtensions runs them natively regardless)"), hint)
     assert(SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false)
       .set("spark.sql.extensions", "other.Ext, spillway.SpillwayExtensions")).isEmpty)
     assert(SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false)
       .set(SpillwayConf.SqlSortEnabledKey, "false")).isEmpty)
+    // Asking for native sorts without the extension is the case the line is for.
+    assert(SpillwayDriverPlugin.sqlSortHint(new org.apache.spark.SparkConf(false)
+      .set(SpillwayConf.SqlSortEnabledKey, "true")).isDefined)
   }
 
   test("at executor start the plugin removes the orphan of a dead process in a sibling blockmgr dir, and only that") {
