@@ -67,7 +67,7 @@ def sparkRunSettings = Seq(
 def sparkProvided(l: SparkLineBuild) = "org.apache.spark" %% "spark-sql" % l.spark % Provided
 
 // Where `make publish-local` installs every line's jar and POM: a Maven repository under build/,
-// for `spark-submit --packages ... --repositories file://...` (project/packages-test.sh).
+// for `spark-submit --packages ... --repositories file://...` (what project/pyspark-example.sh runs).
 lazy val localMavenRepo = settingKey[File]("the local Maven repository of `make publish-local`")
 
 // The jars of the other lines, which spillway.SparkLineSuite loads into this line's Spark.
