@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"strings"
+
+	"github.com/spillway/spillway/plan/offheap"
 )
 
 // Stats is a snapshot of what the registry's plans hold and have done.
@@ -21,6 +23,9 @@ type Stats struct {
 	// whose on-disk bytes are in BytesWritten.
 	LogicalBytesWritten int64
 	PlansCreated        int64 // plans created since the process started
+	// NativeBytes is the memory native operators hold outside the Go heap (package offheap): the
+	// sorts' records, indexes and read buffers, given back to the OS as each sort frees them.
+	NativeBytes int64
 }
 
 // StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
@@ -71,6 +76,9 @@ var StatsLayout = []Stat{
 	{"logicalBytesSpilled", Count, func(s *Stats) int64 { return s.LogicalBytesWritten }},
 	// Plans created: a Spark task that never asks for one creates none.
 	{"plansCreated", Count, func(s *Stats) int64 { return s.PlansCreated }},
+	// Memory the native sorts hold outside the Go and Java heaps (records, indexes, read
+	// buffers), granted by Spark's memory manager; 0 when no sort runs.
+	{"nativeBytes", Level, func(s *Stats) int64 { return s.NativeBytes }},
 }
 
 // StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
@@ -105,6 +113,7 @@ func (r *Registry) Stats() Stats {
 
 		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
 		PlansCreated:        r.plans.issued(),
+		NativeBytes:         offheap.Mapped(),
 	}
 }
 

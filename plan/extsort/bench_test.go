@@ -59,13 +59,18 @@ func BenchmarkSortedIndex(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			t := memTable{chunkSize: maxChunk}
+			defer t.reset()
 			for _, batch := range benchBatches(records, bc.record) {
 				for off := 0; off < len(batch); off += recordSize(batch[off:]) {
-					t.add(batch[off : off+recordSize(batch[off:])])
+					if err := t.add(batch[off : off+recordSize(batch[off:])]); err != nil {
+						b.Fatal(err)
+					}
 				}
 			}
 			for b.Loop() {
-				t.sortedIndex()
+				if _, err := t.sortedIndex(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})

@@ -230,7 +230,10 @@ func (s *Sorter) Add(batch []byte) error {
 				return err
 			}
 		}
-		s.mem.add(rec)
+		if err := s.mem.add(rec); err != nil {
+			s.err = fmt.Errorf("extsort: adding a record of %d bytes: %w", len(rec), err) // part of the batch is in
+			return s.err
+		}
 		s.stats.Records++
 		off += len(rec)
 	}
@@ -343,6 +346,12 @@ func (s *Sorter) Close() error {
 		return nil
 	}
 	s.closed = true
+	// The final merge's open readers hold buffers off the Go heap (an intermediate pass closes its own).
+	for _, src := range s.heap {
+		if src.run != nil {
+			src.run.close()
+		}
+	}
 	var errs []error
 	files := s.unreleased
 	for _, r := range s.runs {

@@ -3,6 +3,8 @@ package extsort
 import (
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/spillway/spillway/plan/offheap"
 )
 
 const (
@@ -24,6 +26,8 @@ func chunkSizeFor(budget int64) int {
 
 // memTable holds records in memory, encoded as in a batch, back to back in chunks, in insertion
 // order. A record never straddles chunks; one larger than the chunk size gets a chunk of its own.
+// The chunks and the index are off the Go heap (package offheap), from 64 KiB on: reset gives
+// them back to the OS at once.
 // The chunks start at firstChunk and double up to chunkSize (kept across spills), so that the
 // many small sorts of a query (under its joins, say) do not each allocate and clear a full chunk.
 type memTable struct {
@@ -32,6 +36,9 @@ type memTable struct {
 	chunks    [][]byte // only the last chunk is appended to
 	n         int      // records held
 	arena     int64    // capacity of all chunks: the memory they really take
+
+	index    []entry // the sorted index, once built (sortedIndex)
+	indexMem []byte  // the memory index lives in
 
 	// The index's prefixes hold the key bytes that tell keys apart (window): the null flags and
 	// the high bytes of a SQL sort's integer columns are the same in every key.
@@ -64,19 +71,24 @@ func (t *memTable) growth(size int) int64 {
 
 func (t *memTable) newChunkSize() int { return min(t.chunkSize, max(t.nextChunk, firstChunk)) }
 
-// add copies one encoded record in.
-func (t *memTable) add(rec []byte) {
+// add copies one encoded record in. It fails only when the OS refuses a new chunk's memory;
+// the record is not added then.
+func (t *memTable) add(rec []byte) error {
 	last := len(t.chunks) - 1
 	if last < 0 || cap(t.chunks[last])-len(t.chunks[last]) < len(rec) {
-		c := make([]byte, 0, max(t.newChunkSize(), len(rec)))
+		c, err := offheap.Alloc(max(t.newChunkSize(), len(rec)))
+		if err != nil {
+			return err
+		}
 		t.nextChunk = min(t.chunkSize, 2*t.newChunkSize())
-		t.chunks = append(t.chunks, c)
+		t.chunks = append(t.chunks, c[:0])
 		t.arena += int64(cap(c))
 		last++
 	}
-	t.chunks[last] = append(t.chunks[last], rec...)
+	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
 	t.track(keyOf(rec))
 	t.n++
+	return nil
 }
 
 // track updates the key bytes that vary and the key lengths with a key added.
@@ -150,21 +162,42 @@ func (w *window) prefix(key []byte) uint64 {
 	return p
 }
 
-func (t *memTable) reset() { *t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk} }
+// reset drops every record and gives their memory back.
+func (t *memTable) reset() {
+	for _, c := range t.chunks {
+		offheap.Free(c)
+	}
+	t.freeIndex()
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk}
+}
 
-// sortedIndex returns an index of every record in key order, stable. The sort itself need not be
-// stable: the insertion order in each entry breaks ties, so the fast unstable sort gives a stable
-// result.
-func (t *memTable) sortedIndex() []entry {
+func (t *memTable) freeIndex() {
+	offheap.Free(t.indexMem)
+	t.index, t.indexMem = nil, nil
+}
+
+// sortedIndex returns an index of every record in key order, stable, valid until reset or the
+// next sortedIndex. The sort itself need not be stable: the insertion order in each entry breaks
+// ties, so the fast unstable sort gives a stable result. It fails only when the OS refuses the
+// index's memory (counted from each record's add on: entrySize).
+func (t *memTable) sortedIndex() ([]entry, error) {
+	t.freeIndex() // one left by a spill that failed
 	w := t.window()
-	idx := make([]entry, 0, t.n)
+	mem, err := offheap.Alloc(t.n * int(entrySize))
+	if err != nil {
+		return nil, err
+	}
+	// Entries hold no pointers, so memory the collector does not scan may hold them.
+	t.indexMem = mem
+	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)[:0]
+	idx := t.index
 	for ci, c := range t.chunks {
 		for off := 0; off < len(c); off += recordSize(c[off:]) {
 			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])), pos: uint64(ci)<<32 | uint64(off)})
 		}
 	}
 	t.sortEntries(idx, w.end)
-	return idx
+	return idx, nil
 }
 
 // record is the encoded record that e indexes, and possibly bytes after it.

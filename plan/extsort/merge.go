@@ -114,7 +114,11 @@ func (s *Sorter) startMerge() error {
 		}
 	}
 	if s.mem.n > 0 {
-		s.tail = &source{ord: len(s.runs), idx: s.mem.sortedIndex()}
+		idx, err := s.mem.sortedIndex()
+		if err != nil {
+			return fmt.Errorf("extsort: sorting %d records in memory: %w", s.mem.n, err)
+		}
+		s.tail = &source{ord: len(s.runs), idx: idx}
 		s.heap = append(s.heap, s.tail)
 		_ = s.advance(s.tail) // the in-memory tail cannot fail
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spillway/spillway/plan/offheap"
 	"github.com/spillway/spillway/spill"
 	"github.com/spillway/spillway/spill/chunkfile"
 )
@@ -58,7 +59,11 @@ func (s *Sorter) spill() (int64, error) {
 	if s.mem.n == 0 {
 		return 0, nil
 	}
-	r, err := s.writeRun(s.mem.sortedIndex())
+	idx, err := s.mem.sortedIndex()
+	if err != nil {
+		return 0, fmt.Errorf("extsort: sorting %d records in memory: %w", s.mem.n, err)
+	}
+	r, err := s.writeRun(idx)
 	if err != nil {
 		return 0, err
 	}
@@ -169,7 +174,8 @@ type runReader struct {
 }
 
 func (s *Sorter) openRun(r *run, releaseAtEnd bool) (*runReader, error) {
-	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true})
+	// Its chunk buffers, like its record buffer, are off the Go heap: a merge may hold 64 MiB of them.
+	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true, Buffers: offheap.Allocator{}})
 	if err != nil {
 		return nil, fmt.Errorf("extsort: opening a run: %w", err)
 	}
@@ -205,8 +211,12 @@ func (r *runReader) read() ([]byte, error) {
 		return nil, fmt.Errorf("extsort: run file %s holds a record of %d bytes, larger than the largest written to it (%d)", r.run.file.Path(), size, r.run.maxRecord)
 	}
 	if int64(cap(r.buf)) < size {
-		grown := make([]byte, size)
+		grown, err := offheap.Alloc(int(size))
+		if err != nil {
+			return nil, fmt.Errorf("extsort: a buffer for a record of %d bytes: %w", size, err)
+		}
 		copy(grown, r.buf[:headerSize])
+		offheap.Free(r.buf)
 		r.buf = grown
 	}
 	rec := r.buf[:size]
@@ -223,12 +233,14 @@ func (r *runReader) fail(err error) error {
 	return fmt.Errorf("extsort: reading a run: %w", err)
 }
 
-// close drops the chunk reader and, in the final merge, releases the file.
+// close gives back the chunk reader's buffers and the record buffer and, in the final merge,
+// releases the file. Idempotent.
 func (r *runReader) close() {
 	if r.rd != nil {
 		_ = r.rd.Close()
 		r.rd = nil
 	}
+	offheap.Free(r.buf)
 	r.buf = nil
 	if r.releaseAtEnd {
 		r.s.releaseRun(r.run)

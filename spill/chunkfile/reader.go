@@ -17,6 +17,16 @@ type ReaderOptions struct {
 	// caller consumes the current one (two chunk buffers: about 4 chunk sizes of memory instead of
 	// 2).
 	Synchronous bool
+	// Buffers, if set, gives the Reader its chunk buffers (taken as they are first needed, given
+	// back by Close), so a caller can keep them off the Go heap. Nil: Go slices.
+	Buffers Buffers
+}
+
+// Buffers allocates memory for a Reader. Alloc returns a buffer of n bytes or an error, and
+// Free takes back, once, a buffer Alloc returned.
+type Buffers interface {
+	Alloc(n int) ([]byte, error)
+	Free(b []byte)
 }
 
 // Reader decodes a chunk file from an io.ReaderAt of known size. It delivers a chunk's bytes only
@@ -25,12 +35,13 @@ type ReaderOptions struct {
 // only buffers of the file's chunk size (at most MaxChunkSize), whatever the input says. Close
 // must be called (it stops the read-ahead). A Reader is not safe for concurrent use.
 type Reader struct {
-	src    io.ReaderAt
-	size   int64
-	hdr    header
-	hdrRaw [headerSize]byte
-	aead   cipher.AEAD
-	sync   bool
+	src     io.ReaderAt
+	size    int64
+	hdr     header
+	hdrRaw  [headerSize]byte
+	aead    cipher.AEAD
+	sync    bool
+	buffers Buffers // nil: Go slices
 
 	dec   decoder // the position of the next chunk to decode; owned by the read-ahead while it runs
 	slots [2]*slot
@@ -65,7 +76,7 @@ type decoded struct {
 // when a key is given, is refused (an unsealed file in place of a sealed one would be trusted
 // data no one sealed).
 func NewReader(src io.ReaderAt, size int64, key *Key, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{src: src, size: size, sync: opts.Synchronous}
+	r := &Reader{src: src, size: size, sync: opts.Synchronous, buffers: opts.Buffers}
 	if size < headerSize {
 		return nil, headerError("the file has %d bytes, fewer than the %d-byte header: it was cut or is not a chunk file", size, headerSize)
 	}
@@ -304,6 +315,18 @@ func (r *Reader) Close() error {
 	if r.err == nil {
 		r.err = errors.New("spill chunk file: read after Close")
 	}
+	if r.buffers != nil {
+		for _, s := range r.slots {
+			if s == nil {
+				continue
+			}
+			for _, b := range [][]byte{s.stored, s.plain} {
+				if b != nil {
+					r.buffers.Free(b)
+				}
+			}
+		}
+	}
 	r.cur, r.curSlot, r.slots = nil, nil, [2]*slot{}
 	return nil
 }
@@ -419,7 +442,11 @@ func (d *decoder) decode(s *slot, dst []byte) decoded {
 	if dst != nil && !compressed {
 		buf = dst[:n] // verified and unsealed in place: the payload is the plain bytes
 	} else {
-		s.stored = grow(s.stored, n)
+		stored, err := r.grow(s.stored, n)
+		if err != nil {
+			return decoded{err: fmt.Errorf("spill chunk file: a buffer for chunk %d: %w", d.index, err)}
+		}
+		s.stored = stored
 		buf = s.stored[:n]
 	}
 	if err := readAt(r.src, buf, bodyOff); err != nil {
@@ -446,7 +473,11 @@ func (d *decoder) decode(s *slot, dst []byte) decoded {
 		if dst != nil {
 			plain = dst[:ch.rawLen]
 		} else {
-			s.plain = grow(s.plain, int(ch.rawLen))
+			grown, err := r.grow(s.plain, int(ch.rawLen))
+			if err != nil {
+				return decoded{err: fmt.Errorf("spill chunk file: a buffer for chunk %d: %w", d.index, err)}
+			}
+			s.plain = grown
 			plain = s.plain[:ch.rawLen]
 		}
 		if reason := decompress(r.hdr.codec, payload, plain); reason != "" {
@@ -462,12 +493,23 @@ func (d *decoder) decode(s *slot, dst []byte) decoded {
 	return decoded{s: s, plain: plain, last: last}
 }
 
-// grow returns b with room for n bytes; n was validated against the chunk size.
-func grow(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
+// grow returns b, or a buffer replacing it, with room for n bytes; n was validated against the
+// chunk size. b's contents are not kept.
+func (r *Reader) grow(b []byte, n int) ([]byte, error) {
+	if cap(b) >= n {
+		return b, nil
 	}
-	return b
+	if r.buffers == nil {
+		return make([]byte, n), nil
+	}
+	grown, err := r.buffers.Alloc(n)
+	if err != nil {
+		return b, err
+	}
+	if b != nil {
+		r.buffers.Free(b)
+	}
+	return grown, nil
 }
 
 // readAt fills b from off: an io.ReaderAt may report io.EOF with a full read at the end.

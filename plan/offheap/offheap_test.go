@@ -1,0 +1,77 @@
+package offheap
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSmallBuffersComeFromTheGoHeap(t *testing.T) {
+	before := Mapped()
+	b, err := Alloc(Threshold - 1)
+	require.NoError(t, err)
+	assert.Len(t, b, Threshold-1)
+	assert.Equal(t, Threshold-1, cap(b))
+	assert.Equal(t, before, Mapped())
+	Free(b) // ignored
+	Free(nil)
+	assert.Equal(t, before, Mapped())
+}
+
+func TestLargeBuffersAreMappedZeroedAndPageRounded(t *testing.T) {
+	before := Mapped()
+	b, err := Alloc(Threshold + 1)
+	require.NoError(t, err)
+	assert.Len(t, b, Threshold+1)
+	assert.Equal(t, 0, cap(b)%pageSize)
+	assert.Equal(t, Threshold+pageSize, cap(b))
+	assert.Equal(t, before+int64(cap(b)), Mapped())
+	for i := range b {
+		require.Zero(t, b[i])
+		b[i] = byte(i)
+	}
+	Free(b[:0]) // any length of it
+	assert.Equal(t, before, Mapped())
+}
+
+func TestAllocRefusesANegativeSize(t *testing.T) {
+	_, err := Alloc(-1)
+	assert.ErrorContains(t, err, "-1 bytes")
+}
+
+// The point of the package: what a sort held is back with the OS when it frees it, not kept by
+// the Go heap. Measured as the process's resident set, as a container's limit sees it.
+func TestFreedMemoryLeavesTheResidentSet(t *testing.T) {
+	const size = 256 << 20
+	runtime.GC()
+	before := residentBytes(t)
+	b, err := Alloc(size)
+	require.NoError(t, err)
+	for i := 0; i < len(b); i += pageSize {
+		b[i] = 1 // touch every page
+	}
+	peak := residentBytes(t)
+	Free(b)
+	after := residentBytes(t)
+	assert.Greater(t, peak-before, int64(size*9/10), "touching the buffer made it resident")
+	assert.Less(t, after-before, int64(16<<20), "Free returned it to the OS: before %d, peak %d, after %d", before, peak, after)
+}
+
+func residentBytes(t *testing.T) int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
