@@ -6,10 +6,10 @@ import org.apache.spark.rdd.RDD
 /**
  * Sorts (key, value) byte records inside Spark tasks with Spillway's native external sort: unsigned
  * byte-wise key order (as `java.util.Arrays.compareUnsigned`), stable for equal keys. The sort's
- * memory comes from the task's Spark execution memory and from at most
- * `spark.spillway.sort.memoryBudget` bytes (default 64m); beyond that it spills sorted runs into the
- * task's spill plan ([[TaskSpill]]), under `spark.spillway.maxTempDirectorySize`. Spark can make it
- * spill when another consumer of the task needs memory.
+ * memory is native, granted by the task's Spark execution memory as it grows (up to
+ * `spark.spillway.sort.memoryBudget` if set; no cap by default); beyond Spark's grant it spills
+ * sorted runs into the task's spill plan ([[TaskSpill]]), under `spark.spillway.maxTempDirectorySize`.
+ * Spark can make it spill when another consumer of the task needs memory.
  *
  * {{{
  *   import spillway.NativeSort._

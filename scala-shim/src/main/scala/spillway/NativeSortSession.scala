@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.control.NonFatal
 
 import org.apache.spark.{SparkEnv, TaskContext}
-import org.apache.spark.memory.{MemoryConsumer, MemoryMode, TaskMemoryManager}
+import org.apache.spark.memory.{MemoryConsumer, TaskMemoryManager}
 import org.apache.spark.spillway.SparkInternals
 import org.apache.spark.sql.execution.metric.SQLMetric
 
@@ -17,11 +17,12 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * records into the session's input batch and reads them back from its output, and the session
  * does the rest.
  *
- *  - '''Memory.''' The native sort's bytes are taken from the task's [[TaskMemoryManager]]
- *    (acquired before a batch goes in, given back as soon as the sort holds less), and when Spark
- *    needs memory back, [[spill]] really writes a run and frees it. What the native side holds
- *    never exceeds what Spark granted by more than one batch: if Spark grants less than a batch
- *    needs, the sort spills first. So it grows as long as Spark grants memory, as Spark's
+ *  - '''Memory.''' The native sort's bytes, and the session's direct buffers, are taken from the
+ *    task's [[TaskMemoryManager]] (acquired before a batch goes in or a buffer is taken, given back
+ *    as soon as the sort holds less), and when Spark needs memory back, [[spill]] really writes a
+ *    run and frees it. If Spark grants less than a batch needs, the sort spills first; only when
+ *    Spark grants not even the session's buffers (three batches at most) does the session hold
+ *    them ungranted. So it grows as long as Spark grants memory, as Spark's
  *    UnsafeExternalSorter does; [[memoryBudget]] (the cap, else the most Spark could grant)
  *    bounds it too, and the sort spills at whichever is reached first.
  *  - '''Buffers.''' Records cross JNI in direct buffers from [[DirectBufferPool]], in the batch
@@ -86,6 +87,8 @@ private[spillway] final class NativeSortSession private (
   private var batchUsed = 0
   private var records = 0
   private var inputBytes = 0L // of every batch added: the output needs no larger buffer
+  // Bytes of the direct buffers the session holds (input and output), counted in Spark's grant.
+  private var buffersHeld = 0L
 
   // The two output buffers, used in turn; `current` holds the batch being returned, its records
   // in [address + pos, address + filled).
@@ -120,6 +123,7 @@ private[spillway] final class NativeSortSession private (
   def endInput(): Unit = {
     send()
     if (batch != null) {
+      buffersHeld -= batch.capacity()
       DirectBufferPool.give(batch) // the native side copied every record: nothing reads it any more
       batch = null
       batchAddress = 0L
@@ -204,7 +208,9 @@ private[spillway] final class NativeSortSession private (
     val grown = math.max(bytes.toLong, math.min(batchBytes.toLong, 2L * batchLength)).toInt
     if (grown > batchLength) {
       if (grown > batch.capacity()) {
+        buffersHeld -= batch.capacity()
         DirectBufferPool.give(batch) // sent: the native side copied its records
+        batch = null
         takeBatch(grown)
       }
       batchLength = grown
@@ -215,6 +221,13 @@ private[spillway] final class NativeSortSession private (
     batch = DirectBufferPool.take(bytes)
     batchAddress = DirectBufferPool.address(batch)
     batchLength = bytes
+    holdBuffer(batch)
+  }
+
+  /** Counts a buffer just taken in the grant: acquired from Spark, spilling first if Spark is short. */
+  private def holdBuffer(buffer: ByteBuffer): Unit = {
+    buffersHeld += buffer.capacity()
+    settle()
   }
 
   /** Adds the input batch to the native sort, within Spark's grant, then stops if the task was cancelled. */
@@ -267,14 +280,17 @@ private[spillway] final class NativeSortSession private (
   }
 
   private def setOut(i: Int, bytes: Int): Unit = {
+    if (outs(i) != null) buffersHeld -= outs(i).capacity() // replaced: left to the garbage collector
     outs(i) = DirectBufferPool.take(bytes)
     outAddresses(i) = DirectBufferPool.address(outs(i))
     outLengths(i) = bytes
+    holdBuffer(outs(i))
   }
 
   /** Only once every record was returned and `beforeOutputIsReused` ran: nothing points into them. */
   private def giveBackOutput(): Unit =
     for (i <- outs.indices if outs(i) != null) {
+      buffersHeld -= outs(i).capacity()
       DirectBufferPool.give(outs(i))
       outs(i) = null
       outAddresses(i) = 0L
@@ -291,9 +307,10 @@ private[spillway] final class NativeSortSession private (
     }
   }
 
-  // The sort spills itself at its budget, so it will hold at most the budget, or the batch alone.
+  // The sort spills itself at its budget, so it will hold at most the budget, or the batch alone;
+  // the session's buffers come on top.
   private def target(growth: Long): Long =
-    math.min(memoryUsed + growth, math.max(memoryBudget, growth))
+    math.min(memoryUsed + growth, math.max(memoryBudget, growth)) + buffersHeld
 
   /** Acquires what is missing for a grant of `bytes`; whether Spark granted it all. */
   private def grantAtLeast(bytes: Long): Boolean = taskMemory.synchronized {
@@ -306,11 +323,11 @@ private[spillway] final class NativeSortSession private (
   private def settle(): Unit = {
     reportSpills(stats)
     val short = taskMemory.synchronized {
-      val held = memoryUsed
+      val held = memoryHeld
       val granted = getUsed
       if (held < granted) freeMemory(granted - held)
       else if (held > granted) acquireMemory(held - granted)
-      memoryUsed > getUsed
+      memoryHeld > getUsed
     }
     if (short) spillAndRelease()
   }
@@ -319,7 +336,7 @@ private[spillway] final class NativeSortSession private (
     ifOpen(0L)(() => NativeSpill.sortSpill(handle))
     reportSpills(stats)
     taskMemory.synchronized {
-      val excess = getUsed - memoryUsed
+      val excess = getUsed - memoryHeld
       if (excess > 0) {
         freeMemory(excess)
         excess
@@ -329,6 +346,9 @@ private[spillway] final class NativeSortSession private (
 
   /** Bytes of memory the native sort holds now; 0 once released. */
   private def memoryUsed: Long = ifOpen(0L)(() => NativeSpill.sortMemoryUsed(handle))
+
+  /** What the grant must cover: the native sort's memory and the session's buffers. */
+  private def memoryHeld: Long = memoryUsed + buffersHeld
 
   /** Adds what the sort spilled since the last report to the task's metrics. */
   private def reportSpills(stats: NativeSort.Stats): Unit =
@@ -393,7 +413,7 @@ private[spillway] object NativeSortSession {
   /**
    * Starts a native sort for the Spark task running on this thread, in the task's plan. Its budget
    * is the most execution memory the task could be granted, or the cap
-   * [[SpillwayConf.sortMemoryBudget]] if lower (by default one only in on-heap mode): the sort
+   * [[SpillwayConf.sortMemoryBudget]] if one is set lower (none by default): the sort
    * grows with Spark's grant and spills when Spark refuses more or asks for memory back, like
    * Spark's own sorts.
    *
@@ -413,7 +433,7 @@ private[spillway] object NativeSortSession {
 
   private def budget(task: TaskContext): Long = {
     val mode = SparkInternals.taskMemoryManager(task).getTungstenMemoryMode
-    val cap = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf, offHeap = mode == MemoryMode.OFF_HEAP)
+    val cap = SpillwayConf.sortMemoryBudget(task, SparkEnv.get.conf)
     // At least 1 MiB, for a Spark with (almost) no execution memory: it then spills at its grant.
     math.min(cap, math.max(1L << 20, SparkInternals.maxExecutionMemory(mode)))
   }

@@ -39,19 +39,10 @@ object SpillwayConf {
   private val MaxTempDirectorySize = ByteSetting(MaxTempDirectorySizeKey, "100g", 0, allowUnlimited = true)
   private val MaxExecutorTempDirectorySize = ByteSetting(MaxExecutorTempDirectorySizeKey, Unlimited, 0, allowUnlimited = true)
 
-  /**
-   * The cap on one native sort's memory when `spark.spillway.sort.memoryBudget` is unset and Spark
-   * runs in its default on-heap mode. There Spark counts the sort's grant against the Java heap,
-   * yet the bytes are native, on top of the heap: without a cap an executor's sorts could hold
-   * about its whole execution memory again outside the heap, past what a container's default
-   * `spark.executor.memoryOverhead` allows (YARN and Kubernetes kill it). In off-heap mode the
-   * grant is native memory the operator sized, so the sort follows it with no cap.
-   */
-  val OnHeapSortMemoryBudget: Long = 64L << 20
-  // When unset, the cap depends on Spark's memory mode (see [[sortMemoryBudget]]); the default
-  // given here is the on-heap one, what Spark's own listings show.
-  private val SortMemoryBudget =
-    ByteSetting(SortMemoryBudgetKey, s"${OnHeapSortMemoryBudget >> 20}m", 1, allowUnlimited = true)
+  // No cap by default, in either memory mode: the sort spills where Spark's own sort in the same
+  // memory would (a cap made TPC-H queries spill that Spark's sort ran in memory). Its bytes are
+  // native and granted by Spark before use: README "Memory" says what to size.
+  private val SortMemoryBudget = ByteSetting(SortMemoryBudgetKey, Unlimited, 1, allowUnlimited = true)
 
   private val settings = Seq(MaxTempDirectorySize, MaxExecutorTempDirectorySize, SortMemoryBudget)
 
@@ -144,10 +135,8 @@ object SpillwayConf {
     "A cap on the bytes of records one native sort holds in memory before it writes a sorted " +
       "run to disk. The sort takes its memory from the task's Spark execution memory as it grows, " +
       "and spills when Spark grants no more, asks for memory back, or the cap is reached; " +
-      "'unlimited' sets no cap beyond Spark's grant. Unset: 64m in Spark's on-heap mode (the " +
-      "sort's bytes are native, on top of the heap), no cap in off-heap mode " +
-      "(spark.memory.offHeap.enabled). Read when a sort starts: the session value (SQL/Dataset " +
-      "actions only) first, then the Spark conf.")
+      "'unlimited' (the default) sets no cap beyond Spark's grant. Read when a sort starts: the " +
+      "session value (SQL/Dataset actions only) first, then the Spark conf.")
 
   /** The limit for a plan created now in `task`; see [[read]]. */
   def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long = read(MaxTempDirectorySize, task, conf)
@@ -156,12 +145,8 @@ object SpillwayConf {
   def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
     read(MaxExecutorTempDirectorySize, task, conf)
 
-  /**
-   * The cap on the memory of a native sort started now in `task` (Long.MaxValue: none), as set
-   * (see [[read]]); unset, [[OnHeapSortMemoryBudget]] with `offHeap` false, none with it true.
-   */
-  def sortMemoryBudget(task: TaskContext, conf: SparkConf, offHeap: Boolean): Long =
-    if (isSet(SortMemoryBudget, task, conf) || !offHeap) read(SortMemoryBudget, task, conf) else Long.MaxValue
+  /** The cap on the memory of a native sort started now in `task` (Long.MaxValue: none, the default); see [[read]]. */
+  def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long = read(SortMemoryBudget, task, conf)
 
   /**
    * Checks every Spillway setting in `conf` (the driver's, at startup).
@@ -228,8 +213,6 @@ object SpillwayConf {
   }
   private def valueSet(s: ByteSetting, task: TaskContext, conf: SparkConf): Option[String] =
     Option(task.getLocalProperty(s.key)).orElse(conf.getOption(s.key))
-
-  private def isSet(s: ByteSetting, task: TaskContext, conf: SparkConf): Boolean = valueSet(s, task, conf).isDefined
 
 
   private val Units: Map[String, Int] = Map(

@@ -8,7 +8,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
-import spillway.{SpillwayConf, TestFiles}
+import spillway.TestFiles
 import spillway.sql.{SpillwaySortExec, SpillwaySortRule}
 import spillway.tpch.TpchTables
 
@@ -125,10 +125,8 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       .config("spark.local.dir", local.toString)
       .config("spark.ui.enabled", "false")
       .config("spark.sql.extensions", "spillway.SpillwayExtensions")
-      // The sort follows Spark's grant as Spark's own does (on-heap mode would cap it at 64m by
-      // default, for containers whose overhead does not count native memory; here the machine's
-      // memory is the bound, as with spark.executor.memoryOverhead raised).
-      .config(SpillwayConf.SortMemoryBudgetKey, SpillwayConf.Unlimited)
+      // Spillway's defaults: the native sort follows Spark's grant, as Spark's own does, so the
+      // "spilled" column shows where either spills in the same memory.
       .getOrCreate()
     try {
       TpchTables.register(spark, data)
