@@ -8,6 +8,9 @@
 # left no plan dir; an executor killed mid-spill left an orphan that its replacement's plugin swept
 # (ClusterDemo checks these inside the application: exit status 0 and `cluster-demo-result=passed`);
 # and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
+# executors run under a hard memory limit (a memory cgroup each worker's executors join), sized as
+# README "Memory" sizes a container in off-heap mode, while a native SQL sort spills: none may be
+# killed for memory (ClusterDemo's step 4; the limit's peak is printed). The
 # cluster's state comes from the master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
@@ -76,6 +79,7 @@ unset SPARK_LOCAL_DIRS SPARK_WORKER_DIR SPARK_MASTER_HOST SPARK_MASTER_PORT MAST
 # ---- Processes: each daemon in its own process group (setsid), killed as a group on exit, so
 # its executors go with it ----
 pgids=()
+cgroups=()
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
@@ -87,6 +91,10 @@ cleanup() {
     sleep 0.2
   done
   for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  for cg in "${cgroups[@]}"; do # empty once its processes are gone
+    for _ in $(seq 1 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
+    [[ ! -d "$cg" ]] || echo "cluster-test [$line]: could not remove the cgroup $cg" >&2
+  done
   exit "$status"
 }
 trap cleanup EXIT
@@ -126,11 +134,48 @@ master_started() { master_state workers >/dev/null 2>&1; }
 wait_for 120 "the master to start (see $cluster/master.log)" master_started
 log "master at $master"
 
+# The executors' containers, sized as README "Memory" says for off-heap mode: executor memory +
+# off-heap size + overhead. Each worker's executors join a memory cgroup of that limit as they
+# start: the worker runs them with a java that joins the cgroup named in its environment, then
+# becomes the real java (the worker itself stays outside).
+executor_memory_mib=512 offheap_mib=64 overhead_mib=384
+container_bytes=$(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+if [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes && -w /sys/fs/cgroup/memory ]]; then
+  cgroup_version=1 cgroup_base=/sys/fs/cgroup/memory
+elif [[ -w /sys/fs/cgroup && -f /sys/fs/cgroup/cgroup.subtree_control ]] && grep -qw memory /sys/fs/cgroup/cgroup.subtree_control; then
+  cgroup_version=2 cgroup_base=/sys/fs/cgroup
+else
+  die "no writable memory cgroup (v1 at /sys/fs/cgroup/memory, or v2 with the memory controller): the executors must run under a hard memory limit; run as root"
+fi
+real_java="${JAVA_HOME:+$JAVA_HOME/bin/java}"
+real_java="$(readlink -f "${real_java:-$(command -v java)}")"
+mkdir -p "$cluster/java-home/bin"
+cat >"$cluster/java-home/bin/java" <<EOF
+#!/usr/bin/env bash
+for a in "\$@"; do
+  if [[ "\$a" == org.apache.spark.executor.CoarseGrainedExecutorBackend && -n "\${SPILLWAY_EXECUTOR_CGROUP:-}" ]]; then
+    echo \$\$ >"\$SPILLWAY_EXECUTOR_CGROUP/cgroup.procs" || exit 1
+    break
+  fi
+done
+exec "$real_java" "\$@"
+EOF
+chmod +x "$cluster/java-home/bin/java"
+cgroup_file() { # cgroup v1-file v2-file
+  if ((cgroup_version == 1)); then echo "$1/$2"; else echo "$1/$3"; fi
+}
+
 for i in 1 2; do
   mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
   # One core per worker: the two executors run on different workers, and a killed executor's
   # replacement starts on the worker it died on, in the same application dir.
-  SPARK_LOCAL_DIRS="$cluster/worker$i/local" start_daemon "$cluster/worker$i.log" \
+  cg="$cgroup_base/spillway-cluster-${line//./}-worker$i-$$"
+  mkdir "$cg" && cgroups+=("$cg")
+  echo "$container_bytes" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
+  if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
+  else echo "$container_bytes" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi
+  SPARK_LOCAL_DIRS="$cluster/worker$i/local" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP="$cg" \
+    start_daemon "$cluster/worker$i.log" \
     org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
     --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
 done
@@ -145,7 +190,10 @@ timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
   --class spillway.demo.ClusterDemo --jars "$jar" \
   --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
   --conf spark.executor.cores=1 --conf spark.cores.max=2 \
-  --conf spark.executor.memory=512m --driver-memory 512m \
+  --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m \
+  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+  --conf spark.executor.memoryOverhead=${overhead_mib}m \
+  --conf spark.sql.extensions=spillway.SpillwayExtensions \
   --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
   --conf spark.ui.enabled=false \
   --conf spark.local.dir="$cluster/driver-local" \
@@ -158,6 +206,16 @@ if [[ $submit_status -ne 0 ]] || [[ "$(tail -1 "$cluster/submit.out")" != "clust
   die "the application failed (status $submit_status); logs in $cluster"
 fi
 failed=0
+
+# Under the limit: the executors joined their cgroups (a peak worth an executor) and none was killed for memory.
+for cg in "${cgroups[@]}"; do
+  peak="$(cat "$(cgroup_file "$cg" memory.max_usage_in_bytes memory.peak)" 2>/dev/null || echo 0)"
+  if ((cgroup_version == 1)); then oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
+  else oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.events")"; fi
+  log "executors of $(basename "$cg"): limit $((container_bytes >> 20)) MiB (${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead), peak $((peak >> 20)) MiB, killed for memory ${oom_kills:-?} times"
+  if [[ -z "$oom_kills" || "$oom_kills" -ne 0 ]]; then log "an executor was killed for memory (or the kernel does not count oom kills)"; failed=1; fi
+  if ((peak < 128 << 20)); then log "no executor ran in $cg (peak $peak bytes): the limit was not applied"; failed=1; fi
+done
 
 # ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
 # Plan dirs are directories (the workers' copies of spillway-demo_*.jar are not); owner locks, files.

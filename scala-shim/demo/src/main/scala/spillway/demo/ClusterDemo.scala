@@ -6,6 +6,7 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.spillway.PluginMetricsProbe
 import org.apache.spark.spillway.demo.ExecutorIds
 import org.apache.spark.sql.SparkSession
@@ -36,7 +37,11 @@ final case class ExecutorReport(
  *  2. after that job, every executor finds no plan dir or owner lock left in its block manager dirs
  *     and its siblings, and its plugin gauges (read back from Spark's metrics system) show the spill;
  *  3. one executor is killed mid-spill (the task halts its JVM): its plan dir is an orphan. The
- *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it.
+ *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it;
+ *  4. a SQL ORDER BY of wide rows runs as the native sort (with `spark.sql.extensions=
+ *     spillway.SpillwayExtensions`) and spills, its result in order; project/cluster-test.sh runs
+ *     the executors under a hard memory limit sized as README "Memory" says, which they must not
+ *     pass (its rows and off-heap memory: [[SortRows]], `spark.memory.offHeap.size` given there).
  *
  * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
  * `cluster-demo-result=failed N check(s)` (exit status 1). Needs `spark.plugins=
@@ -54,7 +59,7 @@ object ClusterDemo {
     val executors = args.headOption.map(_.toInt).getOrElse(2)
     val spark = SparkSession.builder().appName("spillway-cluster-demo").getOrCreate()
     val failures =
-      try run(spark.sparkContext, executors)
+      try run(spark.sparkContext, executors) ++ sqlSort(spark)
       finally spark.stop()
     failures.foreach(f => println(s"FAILED: $f"))
     // The last line, for project/cluster-test.sh; the exit status says the same.
@@ -128,6 +133,51 @@ object ClusterDemo {
       check(r.orphansRemovedAtStart >= 1, s"replacement executor ${r.executorId} swept no orphan at start")
     }
     swept.foreach(r => check(r.leftovers.isEmpty, s"executor ${r.executorId}: left behind ${r.leftovers}"))
+    failures.result()
+  }
+
+  /** Rows of step 4's ORDER BY: about 200 bytes each, 300 MB in all, several times the executors' off-heap memory. */
+  val SortRows = 1500000L
+
+  /** Step 4: a native SQL sort that spills; returns the failed checks. */
+  def sqlSort(spark: SparkSession): Seq[String] = {
+    val failures = Seq.newBuilder[String]
+    def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
+    val spilled = new java.util.concurrent.atomic.AtomicLong
+    val listener = new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+        Option(end.taskMetrics).foreach(m => spilled.addAndGet(m.diskBytesSpilled))
+    }
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      val sorted = spark.range(0, SortRows, 1, 2)
+        .selectExpr("id", "CAST(rand(11) * 9e18 AS BIGINT) AS k", "concat(uuid(), uuid(), uuid(), uuid(), uuid()) AS s")
+        .orderBy("k")
+      val plan = sorted.queryExecution.executedPlan.toString
+      check(plan.contains("SpillwaySort"), s"the ORDER BY does not run as the native sort (spark.sql.extensions unset?):\n$plan")
+      // Per partition: rows, whether in order, first and last key; the partitions in order too.
+      val parts = sorted.rdd.mapPartitionsWithIndex { (i, rows) =>
+        var n = 0L
+        var ordered = true
+        var first, last = Long.MinValue
+        rows.foreach { r =>
+          val k = r.getLong(1)
+          if (n == 0) first = k else if (k < last) ordered = false
+          last = k
+          n += 1
+        }
+        Iterator((i, n, ordered, first, last))
+      }.collect().sortBy(_._1).filter(_._2 > 0)
+      // The listener hears of the tasks after the job returns: wait (bounded) for their metrics.
+      val deadline = System.currentTimeMillis() + 30000
+      while (spilled.get == 0 && System.currentTimeMillis() < deadline) Thread.sleep(100)
+      val rows = parts.map(_._2).sum
+      val inOrder = parts.forall(_._3) && parts.sliding(2).forall(p => p.length < 2 || p(0)._5 <= p(1)._4)
+      println(s"sql sort: $rows rows in ${parts.length} partitions, in order: $inOrder; the sorts spilled ${spilled.get} bytes to disk")
+      check(rows == SortRows, s"the ORDER BY returned $rows rows, not $SortRows")
+      check(inOrder, s"the ORDER BY's result is out of order: ${parts.mkString(", ")}")
+      check(spilled.get > 0, "the native sort did not spill (is spark.memory.offHeap.size small enough?)")
+    } finally spark.sparkContext.removeSparkListener(listener)
     failures.result()
   }
 
