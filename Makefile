@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name
 LIB_MAIN := ./cmd/libspillway
 LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-datafusion clean
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean
 
 all: lib
 
@@ -199,6 +199,14 @@ BENCH_SORT_ARGS ?= 4000000 2 32m 5
 BENCH_SQL_ARGS ?= 1 128m 2
 bench-sql: lib
 	$(SBT) 'set Test / javaOptions += "-Xmx4g"' "Test/runMain spillway.bench.TpchBench $(BENCH_SQL_ARGS)"
+
+# A sort as a Spark user runs it (local[2], 2g driver, on-heap mode, Spillway's defaults): the
+# JVM's peak and final RSS and the spills, Spillway's native sort against Spark's own, each run in
+# a fresh JVM, alternating; see project/memory-compare.sh. Arguments: rows rounds. ~4 min.
+BENCH_MEMORY_ARGS ?= 1500000 3
+bench-memory: $(JAR_LIBS)
+	$(SBT) spillway/package
+	project/memory-compare.sh $(BENCH_MEMORY_ARGS)
 
 # Per DataFusion plan (never spilling, spilling once; 1/4/8 roots) and a spilling SortExec end to
 # end: DataFusion's Directories mode (what Comet uses), its lazy OS tmp dir, and Spillway's factory,

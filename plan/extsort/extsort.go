@@ -35,6 +35,13 @@
 //
 // # Memory
 //
+// The records, the index and the merge's read buffers live off the Go heap, in mappings of
+// package offheap (from 64 KiB on; smaller budgets' chunks are Go slices) that are unmapped as
+// soon as they are freed: when a run is written, when the in-memory records are all returned,
+// and at Close, whatever state the sort is in. So what the sort frees goes back to the OS at once,
+// and the Go heap holds bookkeeping only (the runs, the merge heap, a run writer's chunk buffers
+// while it writes).
+//
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 1 MiB; a larger record gets its own chunk),
 // plus a 16-byte index entry per record (the in-memory sort, a radix sort on the entries'

@@ -8,6 +8,8 @@ import scala.jdk.CollectionConverters._
 import scala.util.Random
 
 import org.apache.spark.{SparkException, TaskContext}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
+import org.apache.spark.spillway.ListenerBusProbe
 import org.apache.spark.unsafe.Platform
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
@@ -24,13 +26,31 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
 
   override protected def master: String = "local[1]"
   override protected def sparkConf: Map[String, String] = Map(
-    "spark.testing.memory" -> (1L << 30).toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0")
+    "spark.testing.memory" -> (1L << 30).toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
+    "spark.sql.extensions" -> "spillway.SpillwayExtensions", "spark.sql.shuffle.partitions" -> "2")
 
   private def run(way: Way): Unit = sc.parallelize(Seq(0), 1).foreach(_ => sortInTask(way))
 
   override def beforeAll(): Unit = {
     super.beforeAll()
     run(Completed(batches = 16)) // classes loaded, the buffer pool and the library's heap warm
+  }
+
+  test("with Spillway's defaults, an ORDER BY that fits in Spark's execution memory spills no more than Spark's sort: not at all") {
+    def orderBy(native: Boolean): Long = {
+      spark.conf.set(SpillwayConf.SqlSortEnabledKey, native.toString)
+      try {
+        val df = spark.range(0, 1000000, 1, 2)
+          .selectExpr("id", "CAST(rand(3) * 9e18 AS BIGINT) AS k", "concat(uuid(), uuid(), uuid(), uuid(), uuid()) AS s")
+          .orderBy("k")
+        assert(df.queryExecution.executedPlan.toString.contains("SpillwaySort") == native)
+        diskSpilledBy(sc)(df.write.format("noop").mode("overwrite").save())
+      } finally spark.conf.unset(SpillwayConf.SqlSortEnabledKey)
+    }
+    // About 200 MB of rows, over 100 MB a sort, in 1 GiB of execution memory: more than a cap of
+    // 64m (the old default in on-heap mode) would hold.
+    assert(orderBy(native = false) == 0L, "Spark's own sort spilled")
+    assert(orderBy(native = true) == 0L, "the native sort spilled where Spark's did not")
   }
 
   for (way <- Seq(Completed(Batches), AbandonedByLimit, Failed, Cancelled)) {
@@ -88,6 +108,22 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
 }
 
 object NativeMemorySuite {
+  /** Bytes the tasks of `body`'s jobs spilled to disk (their task metrics, Spark's sorts and the native one alike). */
+  def diskSpilledBy(sc: org.apache.spark.SparkContext)(body: => Unit): Long = {
+    val spilled = new AtomicLong
+    val listener = new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+        if (end.taskMetrics != null) spilled.addAndGet(end.taskMetrics.diskBytesSpilled)
+    }
+    ListenerBusProbe.drain(sc)
+    sc.addSparkListener(listener)
+    try {
+      body
+      ListenerBusProbe.drain(sc)
+    } finally sc.removeSparkListener(listener)
+    spilled.get
+  }
+
   private val Batches = 320
   private val MiB = 1024.0 * 1024
   private val FailureMessage = "the task failed after its sort sorted"
