@@ -36,27 +36,9 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
     run(Completed(batches = 16)) // classes loaded, the buffer pool and the library's heap warm
   }
 
-  test("with Spillway's defaults, an ORDER BY that fits in Spark's execution memory spills no more than Spark's sort: not at all") {
-    def orderBy(native: Boolean): Long = {
-      spark.conf.set(SpillwayConf.SqlSortEnabledKey, native.toString)
-      try {
-        val df = spark.range(0, 1000000, 1, 2)
-          .selectExpr("id", "CAST(rand(3) * 9e18 AS BIGINT) AS k", "concat(uuid(), uuid(), uuid(), uuid(), uuid()) AS s")
-          .orderBy("k")
-        assert(df.queryExecution.executedPlan.toString.contains("SpillwaySort") == native)
-        diskSpilledBy(sc)(df.write.format("noop").mode("overwrite").save())
-      } finally spark.conf.unset(SpillwayConf.SqlSortEnabledKey)
-    }
-    // About 200 MB of rows, over 100 MB a sort, in 1 GiB of execution memory: more than a cap of
-    // 64m (the old default in on-heap mode) would hold.
-    assert(orderBy(native = false) == 0L, "Spark's own sort spilled")
-    assert(orderBy(native = true) == 0L, "the native sort spilled where Spark's did not")
-  }
-
   for (way <- Seq(Completed(Batches), AbandonedByLimit, Failed, Cancelled)) {
     test(s"a sort of $Batches MiB gives its memory back when it ends: ${way.name}") {
-      System.gc()
-      val before = rssBytes()
+      val before = settledRss()
       val statsBefore = NativeStats.read()
       peakRss.set(0L)
       peakNative.set(0L)
@@ -87,8 +69,7 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       }
       // A cancelled job returns before its task stops (at its next batch): wait for the task to end.
       eventually(timeout(60.seconds), interval(50.millis))(assert(NativeStats.read()("livePlans") == 0L))
-      System.gc()
-      val after = rssBytes()
+      val after = settledRss()
       val statsAfter = NativeStats.read()
       val report = f"RSS before ${before / MiB}%.1f MiB, at the peak ${peakRss.get / MiB}%.1f MiB, after ${after / MiB}%.1f MiB; " +
         f"native at the peak ${peakNative.get / MiB}%.1f MiB; Go heap before ${statsBefore("goHeapBytes") / MiB}%.1f MiB, " +
@@ -104,6 +85,23 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       assert(statsAfter("livePlans") == 0L && TaskSpill.activePlans == 0)
       assert(TestFiles.spillDirsUnder(roots).isEmpty, "no spill: no cap, and Spark granted it all")
     }
+  }
+
+  test("with Spillway's defaults, an ORDER BY that fits in Spark's execution memory spills no more than Spark's sort: not at all") {
+    def orderBy(native: Boolean): Long = {
+      spark.conf.set(SpillwayConf.SqlSortEnabledKey, native.toString)
+      try {
+        val df = spark.range(0, 1000000, 1, 2)
+          .selectExpr("id", "CAST(rand(3) * 9e18 AS BIGINT) AS k", "concat(uuid(), uuid(), uuid(), uuid(), uuid()) AS s")
+          .orderBy("k")
+        assert(df.queryExecution.executedPlan.toString.contains("SpillwaySort") == native)
+        diskSpilledBy(sc)(df.write.format("noop").mode("overwrite").save())
+      } finally spark.conf.unset(SpillwayConf.SqlSortEnabledKey)
+    }
+    // About 200 MB of rows, over 100 MB a sort, in 1 GiB of execution memory: more than a cap of
+    // 64m (the old default in on-heap mode) would hold.
+    assert(orderBy(native = false) == 0L, "Spark's own sort spilled")
+    assert(orderBy(native = true) == 0L, "the native sort spilled where Spark's did not")
   }
 }
 
@@ -140,6 +138,26 @@ object NativeMemorySuite {
   // Read in the driver after the job: local mode runs the task in this JVM.
   private val peakRss = new AtomicLong
   private val peakNative = new AtomicLong
+
+  /**
+   * The resident set once a full collection is done and the heap it shrank has been uncommitted
+   * (G1 uncommits concurrently, after System.gc() returns): read until two reads 200 ms apart
+   * agree within 2 MiB, for at most 10 s.
+   */
+  def settledRss(): Long = {
+    System.gc()
+    var last = rssBytes()
+    var tries = 0
+    var settled = false
+    while (!settled && tries < 50) {
+      Thread.sleep(200)
+      val now = rssBytes()
+      settled = math.abs(now - last) < (2L << 20)
+      last = now
+      tries += 1
+    }
+    last
+  }
 
   def rssBytes(): Long =
     Files.readAllLines(Paths.get("/proc/self/status")).asScala.collectFirst {
