@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean
 import scala.util.Try
 
 import org.apache.spark.sql.{Dataset, SparkSession}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
@@ -29,7 +30,7 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
       .foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
     if (!SpillwaySortRule.enabled(session)) plan
     else {
-      val atWarn = SpillwaySortRule.logFallbacks(session)
+      SpillwaySortRule.logNewFallbacks(plan, atWarn = SpillwaySortRule.logFallbacks(session))
       plan.transformUp { case sort: SortExec =>
         SpillwaySortRule.fallbackReason(sort) match {
           case None =>
@@ -37,10 +38,6 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
             replaced.copyTagsFrom(sort) // the logical link adaptive execution re-plans from
             replaced
           case Some(reason) =>
-            if (SpillwaySortRule.firstSight(sort)) {
-              val line = s"Spillway: ${SpillwaySortRule.describe(SpillwaySortRule.keys(sort), reason)}"
-              if (atWarn) SpillwaySortRule.log.warn(line) else SpillwaySortRule.log.info(line)
-            }
             // Explain prints SortExec as Spark renders it: the tag is how the plan itself says why.
             sort.setTagValue(SpillwaySortRule.FallbackReason, reason)
             sort
@@ -88,22 +85,41 @@ object SpillwaySortRule extends AdaptiveSparkPlanHelper {
   /** The one line for a sort left to Spark: its keys in SQL and the reason, as logged and listed. */
   def describe(keys: String, reason: String): String = s"Sort [$keys] runs as Spark's sort: $reason"
 
-  /** On the logical sort a fallback was planned from, once its line is logged. */
-  private val FallbackLogged: TreeNodeTag[Unit] = TreeNodeTag[Unit]("spillway.sort.fallbackLogged")
+  /** On a logical plan node: the fallback lines logged for the physical sorts planned under it. */
+  private val FallbacksLogged: TreeNodeTag[Set[String]] = TreeNodeTag[Set[String]]("spillway.sort.fallbacksLogged")
 
   /**
-   * Whether the line for the fallback `sort` is still to be logged. The rule meets a query's sort
-   * more than once: again as its second injection, and as a fresh `SortExec` each time adaptive
-   * execution plans the query's rest again from its logical plan. So the logical sort the physical
-   * one links to remembers that it was told; a sort with no link (one `EnsureRequirements` added)
-   * is told each time a plan holding it is made.
+   * Logs the line of each sort in `plan` that must stay Spark's, once per query. The rule meets a
+   * query's sorts more than once: a second time as its second injection (the sorts are tagged by
+   * then), and as fresh `SortExec`s each time adaptive execution plans the rest of the query again
+   * from its logical plan, which keeps its nodes' tags. So the logical node a sort was planned from
+   * remembers the lines told for it: the sort's own logical link (an ORDER BY), or for a sort
+   * `EnsureRequirements` added, which has none, the nearest ancestor's (a sort-merge join's join).
    */
-  private def firstSight(sort: SortExec): Boolean =
-    sort.getTagValue(FallbackReason).isEmpty && sort.logicalLink.forall { logical =>
-      val first = logical.getTagValue(FallbackLogged).isEmpty
-      logical.setTagValue(FallbackLogged, ())
-      first
+  private def logNewFallbacks(plan: SparkPlan, atWarn: Boolean): Unit = {
+    def visit(node: SparkPlan, inherited: Option[LogicalPlan]): Unit = {
+      val logical = node.logicalLink.orElse(inherited)
+      node match {
+        case sort: SortExec if sort.getTagValue(FallbackReason).isEmpty =>
+          fallbackReason(sort).map(describe(keys(sort), _)).filter(line => logical.forall(firstTelling(_, line))).foreach { line =>
+            if (atWarn) log.warn(s"Spillway: $line") else log.info(s"Spillway: $line")
+          }
+        case _ =>
+      }
+      node.children.foreach(visit(_, logical))
     }
+    visit(plan, None)
+  }
+
+  /** Records `line` as told on `logical`; whether it had not been. */
+  private def firstTelling(logical: LogicalPlan, line: String): Boolean = {
+    val told = logical.getTagValue(FallbacksLogged).getOrElse(Set.empty[String])
+    if (told.contains(line)) false
+    else {
+      logical.setTagValue(FallbacksLogged, told + line)
+      true
+    }
+  }
 
   private def keys(sort: SortExec): String = sort.sortOrder.map(_.sql).mkString(", ")
 

@@ -149,6 +149,15 @@ class SortFallbacksSuite extends AnyFunSuite with LocalSpark {
       nativeQuery().collect()
     })
     assert(fallbackLines(atWarn) == Seq(Level.WARN -> s"Spillway: $FallbackLine"), atWarn)
+    // A sort-merge join's sorts (EnsureRequirements adds them) in the stage adaptive execution plans
+    // again after each of the two shuffles: still once each.
+    val join = capturingLog(level = null)(withConfs(LogFallbacks -> "true", "spark.sql.autoBroadcastJoinThreshold" -> "-1") {
+      val df = spark.sql("SELECT a.i, b.str FROM t a JOIN t b ON a.arr = b.arr")
+      df.collect()
+      assert(SpillwaySortRule.fallbacksOf(df).length == 2, SpillwaySortRule.fallbacksOf(df).toSeq)
+    })
+    assert(fallbackLines(join).sortBy(_._2) == Seq("a", "b").map(side => Level.WARN ->
+      s"Spillway: Sort [$side.arr ASC NULLS FIRST] runs as Spark's sort: key $side.arr: nested type array<int> (only atomic types are encoded)"), join)
     val atInfo = capturingLog(Level.INFO)(withConfs(LogFallbacks -> "false")(fallbackQuery().collect()))
     assert(fallbackLines(atInfo) == Seq(Level.INFO -> s"Spillway: $FallbackLine"), atInfo)
     val e = intercept[Exception](withConfs(LogFallbacks -> "yes")(fallbackQuery().collect()))
