@@ -173,7 +173,8 @@ cluster-test: $(JAR_LIBS)
 	for line in $(CLUSTER_LINES); do project/cluster-test.sh $$line; done
 
 # The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
-# job by configuration alone, checked against Spark's own sort, on every line pyspark ships (3.5
+# job by configuration alone, checked against Spark's own sort, and the listing of the sorts left to
+# Spark's sort (with explain's section from 4.0 on), on every line pyspark ships (3.5
 # with Scala 2.12, 4.0, 4.1), each in that pyspark's venv: the jar from the local Maven repository
 # with `spark-submit --packages`, and on the primary line also by path. ~40 s a line.
 pyspark-example: publish-local
