@@ -136,11 +136,13 @@ datafusion-jni:
 # One sbt launch runs every JVM suite on the primary Spark line in one forked JVM against
 # build/libspillway.so (Spark in local mode included), then on every other line the suites of what
 # differs between lines (LINE_SUITES: the jar check, the TaskSpill lifecycle, the plugin and its
-# confs, the SQL sort and its key types), each line compiled once, against its own Spark.
+# confs, the SQL sort, its key types and where its fallbacks show: explain providers from 4.0 on),
+# each line compiled once, against its own Spark.
 # XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM under
 # -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
 LINE_SUITES := spillway.SparkLineSuite spillway.TaskSpillSuite spillway.SpillwayPluginSuite \
-	spillway.SpillwayConfSuite spillway.sql.SpillwaySortSqlSuite spillway.sql.SortKeyEncoderSuite
+	spillway.SpillwayConfSuite spillway.sql.SpillwaySortSqlSuite spillway.sql.SortKeyEncoderSuite \
+	spillway.sql.SortFallbacksSuite
 
 test-jvm: lib datafusion-jni
 	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" $(SBT) spillway/test \
@@ -171,7 +173,8 @@ cluster-test: $(JAR_LIBS)
 	for line in $(CLUSTER_LINES); do project/cluster-test.sh $$line; done
 
 # The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
-# job by configuration alone, checked against Spark's own sort, on every line pyspark ships (3.5
+# job by configuration alone, checked against Spark's own sort, and the listing of the sorts left to
+# Spark's sort (with explain's section from 4.0 on), on every line pyspark ships (3.5
 # with Scala 2.12, 4.0, 4.1), each in that pyspark's venv: the jar from the local Maven repository
 # with `spark-submit --packages`, and on the primary line also by path. ~40 s a line.
 pyspark-example: publish-local

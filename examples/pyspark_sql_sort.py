@@ -8,10 +8,14 @@ puts Spillway's sort in place of Spark's wherever the sort keys allow. The examp
 with a small native memory budget (so that it spills), shows that the plan runs SpillwaySort, and
 checks the result against Spark's own sort (the same query with spark.spillway.sql.sort.enabled
 set to false), and that the sort spilled through Spillway and left nothing behind (the library's
-counters, which count for the whole JVM: in local mode the driver is the executor). Exits 1 if a
-check fails.
+counters, which count for the whole JVM: in local mode the driver is the executor). Then it lists
+the sorts left to Spark's sort (keys the native sort cannot encode, an array here) the way that
+works on every Spark line, SpillwaySortRule.fallbacksOf, and on Spark 4.0 and later also through
+explain with Spillway's explain provider. Exits 1 if a check fails.
 """
 
+import contextlib
+import io
 import sys
 from typing import Optional
 
@@ -67,9 +71,38 @@ def main(jar: Optional[str]) -> int:
             print("FAIL: Spillway's sort and Spark's returned different rows")
             return 1
         print(f"OK: {len(rows)} rows ordered by SpillwaySort, the same as Spark's sort")
-        return 0
+        spark.conf.unset("spark.spillway.sql.sort.enabled")
+        return check_fallbacks(spark, native)
     finally:
         spark.stop()
+
+
+def check_fallbacks(spark: SparkSession, native) -> int:
+    """The sorts left to Spark's sort: none in the native query, one for an array key."""
+    def fallbacks(df):
+        return list(spark._jvm.spillway.sql.SpillwaySortRule.fallbacksOf(df._jdf))
+
+    if fallbacks(native):
+        print(f"FAIL: fallbacks listed for a query whose sorts all ran natively: {fallbacks(native)}")
+        return 1
+    arrays = spark.range(0, 1000, 1, 2).selectExpr("id", "array(CAST(id % 7 AS INT), CAST(id AS INT)) AS arr").orderBy("arr")
+    arrays.collect()
+    listed = fallbacks(arrays)
+    if len(listed) != 1 or "runs as Spark's sort" not in listed[0] or "array<int>" not in listed[0]:
+        print(f"FAIL: the array-keyed sort is not listed as left to Spark's sort: {listed}")
+        return 1
+    print(f"left to Spark's sort: {listed[0]}")
+    if int(spark.version.split(".")[0]) >= 4:  # explain providers came with Spark 4.0
+        spark.conf.set("spark.sql.extendedExplainProviders", "spillway.sql.SpillwayExplainInfo")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            arrays.explain()
+        spark.conf.unset("spark.sql.extendedExplainProviders")
+        if f"== Extended Information (Spillway) ==\n{listed[0]}" not in out.getvalue():
+            print(f"FAIL: explain does not list the sort left to Spark's sort:\n{out.getvalue()}")
+            return 1
+        print("explain lists it under == Extended Information (Spillway) ==")
+    return 0
 
 
 if __name__ == "__main__":

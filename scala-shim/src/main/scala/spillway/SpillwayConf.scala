@@ -99,13 +99,22 @@ object SpillwayConf {
   /** Whether SQL sorts run as the native sort (`spillway.SpillwayExtensions`); read per session. */
   val SqlSortEnabledKey: String = "spark.spillway.sql.sort.enabled"
 
-  /** The error for a value of [[SqlSortEnabledKey]] other than true or false, if it is one. */
-  def sqlSortEnabledError(value: String): Option[String] =
+  /**
+   * Whether each SQL sort left to Spark's sort (keys the native sort cannot encode) is logged at
+   * WARN rather than INFO, where PySpark's default log level shows it; read per session.
+   */
+  val SqlSortLogFallbacksKey: String = "spark.spillway.sql.sort.logFallbacks"
+
+  /** The switches, true or false. */
+  private val BooleanKeys = Seq(SqlSortEnabledKey, SqlSortLogFallbacksKey)
+
+  /** The error for a value of the switch `key` other than true or false (any case, spaces around), if it is one. */
+  def booleanError(key: String, value: String): Option[String] =
     if (Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT))) None
-    else Some(s"Invalid value '$value' for $SqlSortEnabledKey: expected true or false")
+    else Some(s"Invalid value '$value' for $key: expected true or false")
 
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
-  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SqlSortEnabledKey)
+  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey) ++ BooleanKeys
 
   // Registered with SQLConf so that `spark.conf.set`/`SET` accept the keys per session (Spark
   // rejects session-level changes of keys registered only as core configs) and check the value
@@ -157,7 +166,7 @@ object SpillwayConf {
    */
   def validate(conf: SparkConf): Seq[String] = {
     val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++
-      formatErrors(conf) ++ conf.getOption(SqlSortEnabledKey).flatMap(sqlSortEnabledError)
+      formatErrors(conf) ++ BooleanKeys.flatMap(k => conf.getOption(k).flatMap(booleanError(k, _)))
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
     conf.getAll.map(_._1).sorted.toSeq.flatMap(unknownKeyWarning)
   }

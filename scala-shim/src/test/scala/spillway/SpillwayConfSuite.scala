@@ -69,11 +69,12 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     assert(SpillwayConf.validate(conf(CompressionCodecKey -> "zstd", ZstdLevelKey -> "3")).isEmpty, "known keys, no warning")
   }
 
-  test("the SQL sort switch: true or false, checked at the driver and known (no typo warning)") {
-    import SpillwayConf.SqlSortEnabledKey
-    assert(SpillwayConf.validate(conf(SqlSortEnabledKey -> "false")).isEmpty)
-    assert(SpillwayConf.validate(conf(SqlSortEnabledKey -> " TRUE ")).isEmpty)
-    assert(rejected(SqlSortEnabledKey, "yes") == s"Invalid value 'yes' for $SqlSortEnabledKey: expected true or false")
+  test("the SQL sort switches: true or false, checked at the driver and known (no typo warning)") {
+    for (key <- Seq(SpillwayConf.SqlSortEnabledKey, SpillwayConf.SqlSortLogFallbacksKey)) {
+      assert(SpillwayConf.validate(conf(key -> "false")).isEmpty)
+      assert(SpillwayConf.validate(conf(key -> " TRUE ")).isEmpty)
+      assert(rejected(key, "yes") == s"Invalid value 'yes' for $key: expected true or false")
+    }
   }
 
   test("a task reads unlimited as no limit, and the executor limit's default is unlimited") {
