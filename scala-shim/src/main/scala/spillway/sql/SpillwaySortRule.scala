@@ -21,7 +21,9 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
     SpillwayConf.unknownKeyWarningsOnce(session.conf.getAll.keys).foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
     if (!SpillwaySortRule.enabled(session)) plan
     else
-      plan.transformUp { case sort: SortExec =>
+      plan.transformUp {
+        case native: SpillwaySortExec => native // a SortExec too: already replaced (the rule runs twice)
+        case sort: SortExec =>
         SpillwaySortRule.fallbackReason(sort) match {
           case None =>
             val replaced = SpillwaySortExec(sort.sortOrder, sort.global, sort.child)
