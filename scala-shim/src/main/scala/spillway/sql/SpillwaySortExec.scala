@@ -5,8 +5,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, BindReferences, BoundReference, Expression, SortOrder, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.plans.physical.{Distribution, OrderedDistribution, Partitioning, UnspecifiedDistribution}
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{SortExec, SparkPlan}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.unsafe.Platform
 
@@ -18,19 +17,22 @@ import spillway.{NativeSortSession, SortBatch}
  * carried as its `UnsafeRow` bytes. The sort takes its memory from the task's execution memory and
  * spills through the task's spill plan when Spark asks (see `NativeSortSession`).
  *
- * Put in place of `SortExec` by [[SpillwaySortRule]] when every key type is supported.
+ * It is a `SortExec`, so that Spark's rules and tests, and other extensions, that find sorts with
+ * `case s: SortExec` (removing redundant sorts, ordering checks, a native engine taking sorts over)
+ * see it as the sort it is. What it inherits and what it changes: the ordering, distribution,
+ * partitioning and output are SortExec's own; the execution is the native sort's (no whole-stage
+ * code generation, which would run Spark's sorter); the metrics are SortExec's plus two. A rule
+ * that copies it as a `SortExec` (`copy`, or the extractor and a new `SortExec`) gets Spark's sort
+ * back, which is always correct; [[SpillwaySortRule]] then replaces it again where it runs.
+ *
+ * Put in place of `SortExec` by [[SpillwaySortRule]] when every key type is supported. The
+ * constructor takes SortExec's four fields in SortExec's order, as `TreeNode.makeCopy` expects.
  */
-case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: SparkPlan) extends UnaryExecNode {
+class SpillwaySortExec(order: Seq[SortOrder], isGlobal: Boolean, input: SparkPlan, spillFrequency: Int = 0)
+    extends SortExec(order, isGlobal, input, spillFrequency) {
 
-  override def output: Seq[Attribute] = child.output
-
-  override def outputOrdering: Seq[SortOrder] = sortOrder
-
-  // A sort changes no partitioning; a global one needs its input range-partitioned, like SortExec.
-  override def outputPartitioning: Partitioning = child.outputPartitioning
-
-  override def requiredChildDistribution: Seq[Distribution] =
-    if (global) OrderedDistribution(sortOrder) :: Nil else UnspecifiedDistribution :: Nil
+  // Spark's generated code would run Spark's sorter: the native sort runs through doExecute.
+  override def supportCodegen: Boolean = false
 
   // SortExec's metrics under the same names, plus the runs the native sort wrote and its merge passes.
   override lazy val metrics: Map[String, SQLMetric] = Map(
@@ -39,6 +41,9 @@ case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: S
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
     "runsSpilled" -> SQLMetrics.createMetric(sparkContext, "runs spilled"),
     "mergePasses" -> SQLMetrics.createMetric(sparkContext, "merge passes"))
+
+  // Spark's sorter, never made here (SortExec creates it in its own execution only).
+  override def cleanupResources(): Unit = ()
 
   protected override def doExecute(): RDD[InternalRow] = {
     val keyExpressions: Seq[Expression] = sortOrder.map(o => BindReferences.bindReference(o.child, child.output))
@@ -57,7 +62,19 @@ case class SpillwaySortExec(sortOrder: Seq[SortOrder], global: Boolean, child: S
     }
   }
 
-  override protected def withNewChildInternal(newChild: SparkPlan): SpillwaySortExec = copy(child = newChild)
+  override protected def withNewChildInternal(newChild: SparkPlan): SpillwaySortExec =
+    new SpillwaySortExec(sortOrder, global, newChild, testSpillFrequency)
+
+  // SortExec's case-class equality compares the fields alone: a SortExec with the same ones is
+  // still another node (else a rule's transform that puts this one in place of it would be a no-op).
+  override def canEqual(that: Any): Boolean = that.isInstanceOf[SpillwaySortExec]
+  override def equals(that: Any): Boolean = that.isInstanceOf[SpillwaySortExec] && super.equals(that)
+  override def hashCode(): Int = 31 * super.hashCode() + 1
+}
+
+object SpillwaySortExec {
+  def apply(sortOrder: Seq[SortOrder], global: Boolean, child: SparkPlan): SpillwaySortExec =
+    new SpillwaySortExec(sortOrder, global, child)
 }
 
 /**

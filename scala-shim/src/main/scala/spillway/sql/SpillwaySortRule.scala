@@ -31,17 +31,19 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
     if (!SpillwaySortRule.enabled(session)) plan
     else {
       SpillwaySortRule.logNewFallbacks(plan, atWarn = SpillwaySortRule.logFallbacks(session))
-      plan.transformUp { case sort: SortExec =>
-        SpillwaySortRule.fallbackReason(sort) match {
-          case None =>
-            val replaced = SpillwaySortExec(sort.sortOrder, sort.global, sort.child)
-            replaced.copyTagsFrom(sort) // the logical link adaptive execution re-plans from
-            replaced
-          case Some(reason) =>
-            // Explain prints SortExec as Spark renders it: the tag is how the plan itself says why.
-            sort.setTagValue(SpillwaySortRule.FallbackReason, reason)
-            sort
-        }
+      plan.transformUp {
+        case native: SpillwaySortExec => native // a SortExec too: already replaced (the rule runs twice)
+        case sort: SortExec =>
+          SpillwaySortRule.fallbackReason(sort) match {
+            case None =>
+              val replaced = SpillwaySortExec(sort.sortOrder, sort.global, sort.child)
+              replaced.copyTagsFrom(sort) // the logical link adaptive execution re-plans from
+              replaced
+            case Some(reason) =>
+              // Explain prints SortExec as Spark renders it: the tag is how the plan itself says why.
+              sort.setTagValue(SpillwaySortRule.FallbackReason, reason)
+              sort
+          }
       }
     }
   }

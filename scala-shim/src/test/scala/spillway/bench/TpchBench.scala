@@ -94,8 +94,8 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     if (collectRows) df.collect() else df.queryExecution.toRdd.foreach(_ => ()) // every row, none kept
     val seconds = (System.nanoTime() - t0) / 1e9
     val plan: SparkPlan = df.queryExecution.executedPlan
-    val sorts = collectWithSubqueries(plan) { case s: SortExec => s; case s: SpillwaySortExec => s }
-    if (sorts.exists(s => enabled == s.isInstanceOf[SortExec])) {
+    val sorts = collectWithSubqueries(plan) { case s: SortExec => s } // the native node is a SortExec too
+    if (sorts.exists(s => enabled != s.isInstanceOf[SpillwaySortExec])) {
       throw new IllegalStateException(s"unexpected sorts with the extension ${if (enabled) "on" else "off"}:\n$plan")
     }
     val spilled = sorts.exists(_.metrics("spillSize").value > 0)

@@ -50,8 +50,8 @@ object SqlSortBench extends AdaptiveSparkPlanHelper {
         df.queryExecution.toRdd.foreach(_ => ()) // every row, nothing kept
         val seconds = (System.nanoTime() - t0) / 1e9
         // SQL metrics are merged on the driver before the job returns: both sorts' "spill size".
-        val sorts = collect(df.queryExecution.executedPlan) { case s: SortExec => s; case s: SpillwaySortExec => s }
-        if (sorts.isEmpty || sorts.exists(s => !(enabled ^ s.isInstanceOf[SortExec]))) {
+        val sorts = collect(df.queryExecution.executedPlan) { case s: SortExec => s } // the native node is a SortExec too
+        if (sorts.isEmpty || sorts.exists(s => enabled != s.isInstanceOf[SpillwaySortExec])) {
           throw new IllegalStateException(s"unexpected sorts with the extension ${if (enabled) "on" else "off"}: $sorts")
         }
         if (sorts.map(_.metrics("spillSize").value).sum == 0) notSpilled += 1
