@@ -88,7 +88,7 @@ private[spillway] final class NativeSortSession private (
   private var records = 0
   private var inputBytes = 0L // of every batch added: the output needs no larger buffer
   // Bytes of the direct buffers the session holds (input and output), counted in Spark's grant.
-  private var buffersHeld = 0L
+  @volatile private var buffersHeld = 0L // written by the task thread; read by spill() too
 
   // The two output buffers, used in turn; `current` holds the batch being returned, its records
   // in [address + pos, address + filled).
