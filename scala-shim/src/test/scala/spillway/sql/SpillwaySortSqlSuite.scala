@@ -404,13 +404,13 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     assert(sortsOf(on).size == 3 && sortsOf(on).forall(_.isInstanceOf[SpillwaySortExec]), on.plan.toString)
     // SortExec's extractor, as rules match sorts, reads the native node's fields.
     val native = on.nativeSorts.head
-    val SortExec(order, global, child, _) = native
+    val SortExec(order, global, child, _) = (native: SortExec)
     assert(order == native.sortOrder && global == native.global && (child eq native.child))
     // Copies made the ways Spark's rules make them stay native; a SortExec with the same fields is another node.
     assert(native.withNewChildren(Seq(native.child)).isInstanceOf[SpillwaySortExec])
     assert(native.makeCopy(native.productIterator.map(_.asInstanceOf[AnyRef]).toArray).isInstanceOf[SpillwaySortExec])
-    val spark = SortExec(native.sortOrder, native.global, native.child)
-    assert(native != spark && spark != native && native == SpillwaySortExec(native.sortOrder, native.global, native.child))
+    val sparks = SortExec(native.sortOrder, native.global, native.child)
+    assert(native != sparks && sparks != native && native == SpillwaySortExec(native.sortOrder, native.global, native.child))
     // No whole-stage code generation of Spark's sorter around it.
     assert(!native.supportCodegen)
     assert(on.plan.toString.contains("SpillwaySort"), on.plan.toString)
