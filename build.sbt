@@ -168,6 +168,13 @@ Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 1)
 // The primary line, at the root: every suite runs on it; the demos and benchmarks build on it.
 lazy val spillway = (project in file("."))
   .settings(lineSettings(primaryLine))
+  .settings(
+    // spillway.sql.CometComposeSuite runs Spillway beside Apache DataFusion Comet, whose jar is
+    // built per Spark line (this one: 4.1, Scala 2.13) and carries libcomet.so. Test scope on the
+    // primary line only: the other lines' classpaths and the product POM never see it. The jar
+    // bundles (shaded) what it needs and Spark is already here, so nothing else of its POM comes.
+    libraryDependencies += ("org.apache.datafusion" % "comet-spark-spark4.1_2.13" % "1.2.0" % Test).intransitive()
+  )
 
 // The other lines: the same sources, compiled against their Spark and Scala, each in target/<id>.
 def otherLine(id: String): Project = {

@@ -22,13 +22,14 @@ import spillway.{SparkLine, SpillwayConf}
  * ([[SpillwaySortRule.fallbacksOf]]). Does nothing when `spark.spillway.sql.sort.enabled` is false
  * in the session.
  */
-final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan] {
+final case class SpillwaySortRule(session: SparkSession, phase: SpillwaySortRule.Phase = SpillwaySortRule.Phase.PreColumnar)
+    extends Rule[SparkPlan] {
   override def apply(plan: SparkPlan): SparkPlan = {
     // A typo set in this session (`spark.conf.set`, `SET`): told once per JVM, even with no plugin.
     SpillwayConf.unknownKeyWarningsOnce(session.conf.getAll.keys).foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
     SpillwaySortRule.explainProvidersWarningOnce(session.conf.getOption(SpillwaySortRule.ExplainProvidersKey))
       .foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
-    if (!SpillwaySortRule.enabled(session)) plan
+    if (!SpillwaySortRule.enabled(session) || !phase.replacesIn(session)) plan
     else {
       SpillwaySortRule.logNewFallbacks(plan, atWarn = SpillwaySortRule.logFallbacks(session))
       plan.transformUp {
@@ -51,6 +52,42 @@ final case class SpillwaySortRule(session: SparkSession) extends Rule[SparkPlan]
 
 object SpillwaySortRule extends AdaptiveSparkPlanHelper {
   private[sql] lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwaySortRule])
+
+  /**
+   * Where in Spark's planning an injection of the rule runs, and whether it replaces sorts there.
+   * In a session without a native engine, the query-stage preparation and pre-columnar points do
+   * (the native sorts show in `explain()` before the query runs). In a session with one
+   * ([[nativeEngineIn]]), only the post-columnar point does: the engine's rules run at the same
+   * two points as Spillway's, in the order of `spark.sql.extensions`, and Comet looks its operators
+   * up by exact class, so a sort replaced before Comet has seen it would be one Comet cannot run.
+   */
+  sealed abstract class Phase(val name: String) {
+    def replacesIn(session: SparkSession): Boolean = this match {
+      case Phase.PostColumnar => nativeEngineIn(session)
+      case _ => !nativeEngineIn(session)
+    }
+  }
+
+  object Phase {
+    case object QueryStagePrep extends Phase("query stage preparation")
+    case object PreColumnar extends Phase("pre-columnar")
+    case object PostColumnar extends Phase("post-columnar")
+  }
+
+  /** The session extensions of native engines that take Spark's sorts over: Apache DataFusion Comet's. */
+  val NativeEngineExtensions: Set[String] = Set("org.apache.comet.CometSparkSessionExtensions")
+
+  /**
+   * Whether `session` has a native engine's extension ([[NativeEngineExtensions]]) in
+   * `spark.sql.extensions`, as given or as the engine's plugin added it (Comet's adds its own, last,
+   * to the SparkContext's conf). Known by class name: Spillway has no dependency on the engine.
+   */
+  def nativeEngineIn(session: SparkSession): Boolean = {
+    val listed = session.sparkContext.getConf.getOption(ExtensionsKey).toSeq ++ session.conf.getOption(ExtensionsKey)
+    listed.flatMap(_.split(",")).map(_.trim).exists(NativeEngineExtensions.contains)
+  }
+
+  val ExtensionsKey: String = "spark.sql.extensions"
 
   /** On a `SortExec` the rule left to Spark: why the native sort could not run it. */
   val FallbackReason: TreeNodeTag[String] = TreeNodeTag[String]("spillway.sort.fallbackReason")
