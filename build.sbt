@@ -246,7 +246,7 @@ lazy val bench = (project in file("scala-shim/bench"))
 // ScalaTest's Runner through spillway.suites.RunSuites, on the classpath this project writes to
 // target/spark-suites-classpath: its own classes, its dependencies and the product's classes with
 // the bundled library (the same classpath with the extension off and on). Not aggregated by the root project.
-lazy val writeSparkSuitesClasspath = taskKey[File]("writes the classpath of Spark's own suites, for project/spark-suites.sh")
+lazy val writeSparkSuitesClasspath = taskKey[File]("writes the classpath of Spark's own suites and Spark's Java 17 options, for project/spark-suites.sh")
 
 lazy val sparkSuites = (project in file("scala-shim/spark-suites"))
   .dependsOn(spillway)
@@ -273,6 +273,7 @@ lazy val sparkSuites = (project in file("scala-shim/spark-suites"))
     writeSparkSuitesClasspath := {
       val out = target.value / "spark-suites-classpath"
       IO.write(out, (Compile / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      IO.writeLines(target.value / "spark-suites-jvm-options", sparkJava17Options)
       out
     }
   )

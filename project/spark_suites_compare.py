@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Compares two runs of Spark's own suites (project/spark-suites.sh): OFF_DIR and ON_DIR, each
+with ScalaTest's JUnit XML reports under junit/. Prints, per suite, the tests run and passed in
+each, then every test that passed off and failed (or did not run) on, with its failure message on,
+and writes the same as Markdown to report.md beside the two runs. Exits 1 if any test passed off
+and not on, 0 otherwise.
+
+Usage: spark_suites_compare.py OFF_DIR ON_DIR
+"""
+import glob
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def load(run_dir):
+    """{suite: {test: (status, message)}} of one run; status pass, fail, skip."""
+    results = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "junit", "*.xml"))):
+        root = ET.parse(path).getroot()
+        for suite in root.iter("testsuite"):
+            tests = results.setdefault(suite.get("name"), {})
+            for case in suite.iter("testcase"):
+                status, message = "pass", ""
+                for tag in ("failure", "error"):
+                    el = case.find(tag)
+                    if el is not None:
+                        status = "fail"
+                        message = (el.get("message") or el.text or "").strip()
+                        break
+                else:
+                    if case.find("skipped") is not None:
+                        status = "skip"
+                tests[case.get("name")] = (status, message)
+    return results
+
+
+def first_lines(text, n=6, width=400):
+    lines = [l.rstrip() for l in text.splitlines() if l.strip()][:n]
+    return "\n".join(l if len(l) <= width else l[:width] + " ..." for l in lines)
+
+
+def main():
+    off_dir, on_dir = sys.argv[1], sys.argv[2]
+    off, on = load(off_dir), load(on_dir)
+    suites = sorted(set(off) | set(on))
+    rows, regressions = [], []
+    for s in suites:
+        o, n = off.get(s, {}), on.get(s, {})
+        passed_off = {t for t, (st, _) in o.items() if st == "pass"}
+        passed_on = {t for t, (st, _) in n.items() if st == "pass"}
+        lost = sorted(passed_off - passed_on)
+        rows.append((s.rsplit(".", 1)[-1], len(o), len(passed_off), len(n), len(passed_on), len(lost)))
+        for t in lost:
+            st, msg = n.get(t, ("missing", "did not run with the extension on (suite aborted?)"))
+            regressions.append((s, t, st, msg))
+
+    def seconds(d):
+        try:
+            return open(os.path.join(d, "seconds")).read().strip() + " s"
+        except OSError:
+            return "?"
+
+    def stats(d):
+        try:
+            return open(os.path.join(d, "native-stats")).read().strip().splitlines()
+        except OSError:
+            return ["?"]
+
+    out = ["# Spark's own suites, Spillway's extension off and on", "",
+           f"Run off: {seconds(off_dir)}; run on: {seconds(on_dir)}.", "",
+           "| suite | tests off | passed off | tests on | passed on | passed off, not on |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        out.append("| %s | %d | %d | %d | %d | %d |" % r)
+    tot = [sum(r[i] for r in rows) for i in range(1, 6)]
+    out.append("| **all** | %d | %d | %d | %d | %d |" % tuple(tot))
+    out += ["", "Native library, run off: " + ", ".join(stats(off_dir)),
+            "", "Native library, run on: " + ", ".join(stats(on_dir)), ""]
+    if regressions:
+        out += ["## Passed off, failed on", ""]
+        for s, t, st, msg in regressions:
+            out += [f"- `{s}`: {t} ({st})", "", "  ```", *("  " + l for l in first_lines(msg).splitlines()), "  ```", ""]
+    else:
+        out += ["Every test that passed off passed on.", ""]
+    text = "\n".join(out)
+    print(text)
+    with open(os.path.join(os.path.dirname(os.path.abspath(off_dir)), "report.md"), "w") as f:
+        f.write(text + "\n")
+    return 1 if regressions else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
