@@ -62,10 +62,13 @@ def main():
             return "?"
 
     def stats(d):
-        try:
-            return open(os.path.join(d, "native-stats")).read().strip().splitlines()
-        except OSError:
-            return ["?"]
+        """Per suite, the library's counters of that suite's JVM that say what the sort did."""
+        lines = []
+        for path in sorted(glob.glob(os.path.join(d, "native-stats", "*"))):
+            counters = open(path).read().strip().splitlines()
+            shown = [c for c in counters if c == "not loaded" or "sort" in c.lower() or "spill" in c.lower()]
+            lines.append(f"{os.path.basename(path).rsplit('.', 1)[-1]}: {', '.join(shown) or 'no counters'}")
+        return lines or ["no record"]
 
     out = ["# Spark's own suites, Spillway's extension off and on", "",
            f"Run off: {seconds(off_dir)}; run on: {seconds(on_dir)}.", "",
@@ -75,8 +78,8 @@ def main():
         out.append("| %s | %d | %d | %d | %d | %d |" % r)
     tot = [sum(r[i] for r in rows) for i in range(1, 6)]
     out.append("| **all** | %d | %d | %d | %d | %d |" % tuple(tot))
-    out += ["", "Native library, run off: " + ", ".join(stats(off_dir)),
-            "", "Native library, run on: " + ", ".join(stats(on_dir)), ""]
+    out += ["", "Native library, run off:", "", *("- " + l for l in stats(off_dir)),
+            "", "Native library, run on:", "", *("- " + l for l in stats(on_dir)), ""]
     if regressions:
         out += ["## Passed off, failed on", ""]
         for s, t, st, msg in regressions:
