@@ -32,9 +32,9 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo_root"
 
-# SortSuite last: the longest (255 tests), and the one that goes least through the extension (it
-# runs SortExec plans it builds itself, which no planner rule sees). A suite's JUnit report is
-# written when the suite ends.
+# SortSuite last: the longest (255 tests over random data of every sortable type; the SortExec
+# plans it builds are prepared with the session's rules, so they run natively with the extension
+# on, checked against Spark's reference sort).
 suites=${SPARK_SUITES:-"
   org.apache.spark.sql.JoinSuite
   org.apache.spark.sql.execution.PlannerSuite
