@@ -246,3 +246,41 @@ lazy val bench = (project in file("scala-shim/bench"))
       file
     }
   )
+
+// Apache Spark's own SQL suites with Spillway on (`make spark-suites`, project/spark-suites.sh):
+// Spark's test jars (spark-sql, spark-catalyst, spark-core, classifier `tests`) and the test
+// libraries Spark's build gives them (versions from Spark's parent POM), run outside sbt with
+// ScalaTest's Runner through spillway.suites.RunSuites, on the classpath this project writes to
+// target/spark-suites-classpath: its own classes, its dependencies and the product's classes with
+// the bundled library (the same classpath with the extension off and on). Not aggregated by the root project.
+lazy val writeSparkSuitesClasspath = taskKey[File]("writes the classpath of Spark's own suites and Spark's Java 17 options, for project/spark-suites.sh")
+
+lazy val sparkSuites = (project in file("scala-shim/spark-suites"))
+  .dependsOn(spillway)
+  .settings(
+    name := "spillway-spark-suites",
+    scalaOptions(primaryLine),
+    publish / skip := true,
+    // A test library asks for a newer scala-library than Spark's: keep Spark's, as Spark's build does.
+    dependencyOverrides += "org.scala-lang" % "scala-library" % primaryLine.scala,
+    libraryDependencies ++= {
+      val v = primaryLine.spark
+      Seq(
+        "org.apache.spark" %% "spark-sql" % v,
+        "org.apache.spark" %% "spark-sql" % v classifier "tests",
+        "org.apache.spark" %% "spark-catalyst" % v classifier "tests",
+        "org.apache.spark" %% "spark-core" % v classifier "tests",
+        "org.scalatest" %% "scalatest" % "3.2.19",
+        "org.scalatestplus" %% "scalacheck-1-18" % "3.2.19.0",
+        "org.scalacheck" %% "scalacheck" % "1.18.0",
+        "org.scalatestplus" %% "mockito-5-12" % "3.2.19.0",
+        "org.mockito" % "mockito-core" % "5.12.0"
+      )
+    },
+    writeSparkSuitesClasspath := {
+      val out = target.value / "spark-suites-classpath"
+      IO.write(out, (Compile / fullClasspath).value.files.map(_.getAbsolutePath).mkString(java.io.File.pathSeparator))
+      IO.writeLines(target.value / "spark-suites-jvm-options", sparkJava17Options)
+      out
+    }
+  )
