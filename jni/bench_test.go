@@ -59,4 +59,17 @@ func BenchmarkJVMPlanLifecycle(b *testing.B) {
 			require.NoError(b, j.env.CallStaticMethod(loopClass, "createPlans", nil, b.N, arr))
 		})
 	}
+	b.Run("array-equal/dirs=8", func(b *testing.B) {
+		j := attach(b)
+		arrays := make([]*jnigi.ObjectRef, 2)
+		for k := range arrays {
+			refs := make([]*jnigi.ObjectRef, len(dirs))
+			for i, d := range dirs {
+				refs[i] = j.str(utf16.Encode([]rune(d))) // a new String every time
+			}
+			arrays[k] = j.env.ToObjectArray(refs, "java/lang/String")
+		}
+		b.ResetTimer()
+		require.NoError(b, j.env.CallStaticMethod(loopClass, "createPlansAlternating", nil, b.N, arrays[0], arrays[1]))
+	})
 }

@@ -38,6 +38,17 @@ public final class Loop {
     }
   }
 
+  /**
+   * n plans created with createPlan(String[], long) and released, from two arrays of equal content
+   * whose Strings are distinct objects, alternately: a caller whose list is the same but not the
+   * same objects (a list split from a setting each time).
+   */
+  public static void createPlansAlternating(int n, String[] a, String[] b) {
+    for (int i = 0; i < n; i++) {
+      releasePlan(createPlan((i & 1) == 0 ? a : b, 100L << 30));
+    }
+  }
+
   /** n plans created with createPlanIn and released. */
   public static void createPlansIn(int n, long dirs) {
     for (int i = 0; i < n; i++) {
