@@ -62,10 +62,14 @@ func runWithJVM(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(classes)
-		// The contract's exception class, compiled from the shim's own source.
-		// With the benchmarks' loops of Java-to-native calls (bench_test.go).
+		// The contract's exception class and NativeSpill, compiled from the shim's own sources
+		// (NativeSpill against testdata's NativeLoader: the library is linked in), with the
+		// benchmarks' loops of Java-to-native calls (bench_test.go).
+		shim := filepath.Join("..", "scala-shim", "src", "main", "java", "spillway")
 		src := []string{
-			filepath.Join("..", "scala-shim", "src", "main", "java", "spillway", "SpillLimitExceededException.java"),
+			filepath.Join(shim, "SpillLimitExceededException.java"),
+			filepath.Join(shim, "NativeSpill.java"),
+			filepath.Join("testdata", "spillway", "NativeLoader.java"),
 			filepath.Join("testdata", "spillway", "jnitest", "Loop.java"),
 		}
 		javac := exec.Command(filepath.Join(javaHome, "bin", "javac"), append([]string{"-d", classes}, src...)...)
@@ -83,10 +87,19 @@ func runWithJVM(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "JNI_OnLoad: version %#x, %v (want JNI_VERSION_1_8)\n", version, err)
 		return 1
 	}
-	// JNI_OnLoad has loaded the class and holds it: the dir goes before any test runs, so a
-	// test that crashes the process leaves nothing behind.
+	// Every class javac wrote is loaded now (JNI_OnLoad's exception class, NativeSpill once its
+	// natives are bound), none later: the dir goes before any test runs, so a test that crashes
+	// the process leaves nothing behind.
 	if classes != "" {
-		if loopHasFloor, err = jvmhost.RegisterLoop(); err != nil {
+		if loopHasFloor, err = jvmhost.BindNatives(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		names, err := classNames(classes)
+		if err == nil {
+			err = jvmhost.InitClasses(names...)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -96,6 +109,20 @@ func runWithJVM(m *testing.M) int {
 		}
 	}
 	return m.Run()
+}
+
+// classNames are the binary names of the classes under the class path dir (nested ones included).
+func classNames(dir string) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".class") {
+			return err
+		}
+		rel, err := filepath.Rel(dir, strings.TrimSuffix(p, ".class"))
+		names = append(names, strings.ReplaceAll(rel, string(filepath.Separator), "."))
+		return err
+	})
+	return names, err
 }
 
 // findJavaHome is $JAVA_HOME, else the JDK of the javac on the PATH (as the Makefile finds it).

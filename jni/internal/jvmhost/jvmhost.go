@@ -10,6 +10,7 @@ package jvmhost
 #include <dlfcn.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <jni.h>
 
@@ -80,17 +81,23 @@ static jint jvmhost_detach(void) {
 	return vm == NULL ? JNI_ERR : (*vm)->DetachCurrentThread(vm);
 }
 
-// The entry points spillway/jnitest/Loop binds, weak like JNI_OnLoad; the floor is only in the
-// test build of the library (-tags spillway_testhooks).
+// The entry points bound to spillway.NativeSpill and spillway/jnitest/Loop, weak like JNI_OnLoad;
+// the floor is only in the test build of the library (-tags spillway_testhooks).
 #pragma weak Java_spillway_bench_NativeFloor_emptyCall
 #pragma weak Java_spillway_NativeSpill_createPlan
 #pragma weak Java_spillway_NativeSpill_createPlanIn
+#pragma weak Java_spillway_NativeSpill_registerLocalDirs
 #pragma weak Java_spillway_NativeSpill_releasePlan
+#pragma weak Java_spillway_NativeSpill_statsNames
+#pragma weak Java_spillway_NativeSpill_sortStatsNames
 #pragma weak Java_spillway_NativeSpill_createPlanWithExecutorLimit
 extern void Java_spillway_bench_NativeFloor_emptyCall(JNIEnv *, jclass);
 extern jlong Java_spillway_NativeSpill_createPlan(JNIEnv *, jclass, jobjectArray, jlong);
 extern jlong Java_spillway_NativeSpill_createPlanIn(JNIEnv *, jclass, jlong, jlong, jlong);
+extern jlong Java_spillway_NativeSpill_registerLocalDirs(JNIEnv *, jclass, jobjectArray);
 extern void Java_spillway_NativeSpill_releasePlan(JNIEnv *, jclass, jlong);
+extern jobjectArray Java_spillway_NativeSpill_statsNames(JNIEnv *, jclass);
+extern jobjectArray Java_spillway_NativeSpill_sortStatsNames(JNIEnv *, jclass);
 extern jlong Java_spillway_NativeSpill_createPlanWithExecutorLimit(JNIEnv *, jclass, jobjectArray, jlong, jlong);
 
 // createPlan(String[]) is a C entry point of the library (jni/native.c): Go test code calls it here.
@@ -101,38 +108,102 @@ static jlong jvmhost_create_plan(void *env, uintptr_t arr, jlong limit, jlong ex
 	return Java_spillway_NativeSpill_createPlan(env, NULL, (jobjectArray)arr, limit);
 }
 
-// Loads spillway/jnitest/Loop and binds its natives (a global reference keeps the class loaded).
-// Returns 0, 1 if the floor is missing (the others are bound), -1 if a symbol or the class is
-// missing or binding failed (the exception cleared).
-static int jvmhost_register_loop(void) {
+static JNIEnv *start_env(void) {
 	JavaVM *vm = created_vm();
 	JNIEnv *env = NULL;
 	if (vm == NULL || (*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) {
+		return NULL;
+	}
+	return env;
+}
+
+// Class.forName(name, init, the system class loader), as a global reference (the class stays
+// loaded); NULL, the exception cleared, if it cannot be loaded. JNI's FindClass would initialise
+// the class: NativeSpill's natives must be bound before its static initialiser calls them.
+static jclass load_class(JNIEnv *env, const char *name, jboolean init) {
+	jclass result = NULL;
+	jclass class_class = (*env)->FindClass(env, "java/lang/Class");
+	jclass loader_class = (*env)->FindClass(env, "java/lang/ClassLoader");
+	jstring jname = (*env)->NewStringUTF(env, name);
+	if (class_class != NULL && loader_class != NULL && jname != NULL) {
+		jmethodID for_name = (*env)->GetStaticMethodID(env, class_class, "forName",
+		                                               "(Ljava/lang/String;ZLjava/lang/ClassLoader;)Ljava/lang/Class;");
+		jmethodID system = (*env)->GetStaticMethodID(env, loader_class, "getSystemClassLoader", "()Ljava/lang/ClassLoader;");
+		jobject loader = system == NULL ? NULL : (*env)->CallStaticObjectMethod(env, loader_class, system);
+		if (for_name != NULL && loader != NULL) {
+			jobject local = (*env)->CallStaticObjectMethod(env, class_class, for_name, jname, init, loader);
+			if (local != NULL) {
+				result = (jclass)(*env)->NewGlobalRef(env, local);
+				(*env)->DeleteLocalRef(env, local);
+			}
+		}
+		if (loader != NULL) {
+			(*env)->DeleteLocalRef(env, loader);
+		}
+	}
+	(*env)->ExceptionClear(env);
+	if (jname != NULL) {
+		(*env)->DeleteLocalRef(env, jname);
+	}
+	if (class_class != NULL) {
+		(*env)->DeleteLocalRef(env, class_class);
+	}
+	if (loader_class != NULL) {
+		(*env)->DeleteLocalRef(env, loader_class);
+	}
+	return result;
+}
+
+// Binds the natives of spillway.NativeSpill that Java code of the tests reaches (its static
+// initialiser's included) and spillway/jnitest/Loop's floor. Returns 0, 1 if the floor is missing
+// (the others are bound), -1 if a symbol or class is missing or binding failed (the exception
+// cleared).
+static int jvmhost_bind_natives(void) {
+	JNIEnv *env = start_env();
+	if (env == NULL) {
 		return -1;
 	}
 	if (Java_spillway_NativeSpill_createPlan == NULL || Java_spillway_NativeSpill_createPlanIn == NULL ||
-	    Java_spillway_NativeSpill_releasePlan == NULL) {
+	    Java_spillway_NativeSpill_registerLocalDirs == NULL || Java_spillway_NativeSpill_releasePlan == NULL ||
+	    Java_spillway_NativeSpill_statsNames == NULL || Java_spillway_NativeSpill_sortStatsNames == NULL ||
+	    Java_spillway_NativeSpill_createPlanWithExecutorLimit == NULL) {
 		return -1;
 	}
-	jclass local = (*env)->FindClass(env, "spillway/jnitest/Loop");
-	if (local == NULL) {
+	jclass spill = load_class(env, "spillway.NativeSpill", JNI_FALSE);
+	jclass loop = load_class(env, "spillway.jnitest.Loop", JNI_FALSE);
+	if (spill == NULL || loop == NULL) {
+		return -1;
+	}
+	JNINativeMethod spill_methods[] = {
+		{"createPlan", "([Ljava/lang/String;J)J", (void *)Java_spillway_NativeSpill_createPlan},
+		{"createPlanWithExecutorLimit", "([Ljava/lang/String;JJ)J", (void *)Java_spillway_NativeSpill_createPlanWithExecutorLimit},
+		{"createPlanIn", "(JJJ)J", (void *)Java_spillway_NativeSpill_createPlanIn},
+		{"registerLocalDirs", "([Ljava/lang/String;)J", (void *)Java_spillway_NativeSpill_registerLocalDirs},
+		{"releasePlan", "(J)V", (void *)Java_spillway_NativeSpill_releasePlan},
+		{"statsNames", "()[Ljava/lang/String;", (void *)Java_spillway_NativeSpill_statsNames},
+		{"sortStatsNames", "()[Ljava/lang/String;", (void *)Java_spillway_NativeSpill_sortStatsNames},
+	};
+	if ((*env)->RegisterNatives(env, spill, spill_methods, sizeof spill_methods / sizeof spill_methods[0]) != 0) {
 		(*env)->ExceptionClear(env);
 		return -1;
 	}
-	jclass cls = (jclass)(*env)->NewGlobalRef(env, local);
-	(*env)->DeleteLocalRef(env, local);
-	JNINativeMethod methods[] = {
-		{"createPlan", "([Ljava/lang/String;J)J", (void *)Java_spillway_NativeSpill_createPlan},
-		{"createPlanIn", "(JJJ)J", (void *)Java_spillway_NativeSpill_createPlanIn},
-		{"releasePlan", "(J)V", (void *)Java_spillway_NativeSpill_releasePlan},
+	if (Java_spillway_bench_NativeFloor_emptyCall == NULL) {
+		return 1;
+	}
+	JNINativeMethod loop_methods[] = {
 		{"emptyCall", "()V", (void *)Java_spillway_bench_NativeFloor_emptyCall},
 	};
-	int n = Java_spillway_bench_NativeFloor_emptyCall == NULL ? 3 : 4;
-	if ((*env)->RegisterNatives(env, cls, methods, n) != 0) {
+	if ((*env)->RegisterNatives(env, loop, loop_methods, 1) != 0) {
 		(*env)->ExceptionClear(env);
 		return -1;
 	}
-	return n == 4 ? 0 : 1;
+	return 0;
+}
+
+// Loads and initialises the class of binary name name; 0, or -1 (the exception cleared).
+static int jvmhost_init_class(const char *name) {
+	JNIEnv *env = start_env();
+	return env != NULL && load_class(env, name, JNI_TRUE) != NULL ? 0 : -1;
 }
 
 // Returns the pending exception (a new local reference) and clears it, or 0 if none is pending.
@@ -207,17 +278,33 @@ func Detach() error {
 	return nil
 }
 
-// RegisterLoop loads the class spillway/jnitest/Loop (jni/testdata) from the class path and binds
-// its natives to the library linked into this binary; call it on Start's thread, before the class
-// path goes. hasFloor says whether its emptyCall is bound (only in the test build of the library).
-func RegisterLoop() (hasFloor bool, err error) {
-	switch C.jvmhost_register_loop() {
+// BindNatives binds the natives of the shim's spillway.NativeSpill that the tests' Java code
+// reaches, and spillway/jnitest/Loop's floor (jni/testdata), to the library linked into this
+// binary, before either class initialises; call it on Start's thread, with both on the class
+// path. hasFloor says whether Loop.emptyCall is bound (only in the test build of the library).
+func BindNatives() (hasFloor bool, err error) {
+	switch C.jvmhost_bind_natives() {
 	case 0:
 		return true, nil
 	case 1:
 		return false, nil
 	}
-	return false, errors.New("binding spillway/jnitest/Loop's natives failed (class or entry points missing)")
+	return false, errors.New("binding the natives of spillway.NativeSpill and spillway.jnitest.Loop failed (class or entry points missing)")
+}
+
+// InitClasses loads and initialises each class (binary names, e.g. spillway.NativeSpill), so that
+// none is loaded later, once the class path may be gone; call it on Start's thread, after
+// BindNatives.
+func InitClasses(names ...string) error {
+	for _, name := range names {
+		cname := C.CString(name)
+		rc := C.jvmhost_init_class(cname)
+		C.free(unsafe.Pointer(cname))
+		if rc != 0 {
+			return fmt.Errorf("loading and initialising class %s failed", name)
+		}
+	}
+	return nil
 }
 
 // CreatePlan calls the library's NativeSpill.createPlan(String[], long) entry point, which is C

@@ -1,22 +1,20 @@
 package spillway.jnitest;
 
+import java.io.IOException;
+import spillway.NativeSpill;
+
 /**
  * Loops of JNI calls into the library linked into the jni test binary, for its Go benchmarks
- * (jni/bench_test.go), and a store into a String[] for its tests: each loop runs in Java, so every call is a real Java-to-native call, as
- * in an executor, and Go times the whole loop. The natives are bound with RegisterNatives
- * (jvmhost.RegisterLoop): emptyCall to NativeFloor.emptyCall of the test build (-tags
- * spillway_testhooks), the others to NativeSpill's entry points.
+ * (jni/bench_test.go), and a store into a String[] for its tests: each loop runs in Java, so every
+ * call is a real Java-to-native call, as in an executor, and Go times the whole loop. The plans go
+ * through the shim's own NativeSpill, whose natives jvmhost binds to the library's entry points
+ * with RegisterNatives (jvmhost.BindNatives); emptyCall is bound to NativeFloor.emptyCall of the
+ * test build (-tags spillway_testhooks).
  */
 public final class Loop {
   private Loop() {}
 
   static native void emptyCall();
-
-  static native long createPlan(String[] localDirs, long maxTempDirectorySize);
-
-  static native long createPlanIn(long dirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
-
-  static native void releasePlan(long plan);
 
   /** a[i] = s: a caller changing its array between calls (createplan_test.go). */
   public static void set(String[] a, int i, String s) {
@@ -32,9 +30,9 @@ public final class Loop {
   }
 
   /** n plans created with createPlan(String[], long) and released. */
-  public static void createPlans(int n, String[] localDirs) {
+  public static void createPlans(int n, String[] localDirs) throws IOException {
     for (int i = 0; i < n; i++) {
-      releasePlan(createPlan(localDirs, 100L << 30));
+      NativeSpill.releasePlan(NativeSpill.createPlan(localDirs, 100L << 30));
     }
   }
 
@@ -43,16 +41,16 @@ public final class Loop {
    * whose Strings are distinct objects, alternately: a caller whose list is the same but not the
    * same objects (a list split from a setting each time).
    */
-  public static void createPlansAlternating(int n, String[] a, String[] b) {
+  public static void createPlansAlternating(int n, String[] a, String[] b) throws IOException {
     for (int i = 0; i < n; i++) {
-      releasePlan(createPlan((i & 1) == 0 ? a : b, 100L << 30));
+      NativeSpill.releasePlan(NativeSpill.createPlan((i & 1) == 0 ? a : b, 100L << 30));
     }
   }
 
   /** n plans created with createPlanIn and released. */
-  public static void createPlansIn(int n, long dirs) {
+  public static void createPlansIn(int n, long dirs) throws IOException {
     for (int i = 0; i < n; i++) {
-      releasePlan(createPlanIn(dirs, 100L << 30, Long.MAX_VALUE));
+      NativeSpill.releasePlan(NativeSpill.createPlanIn(dirs, 100L << 30, Long.MAX_VALUE));
     }
   }
 }
