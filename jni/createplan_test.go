@@ -13,8 +13,9 @@ import (
 	"github.com/timob/jnigi"
 )
 
-// createPlan(String[], long) recognises a list it validated before by its content: these tests
-// check that what it recognises is always exactly what the array holds at the call.
+// createPlanFromArray, the native path of NativeSpill.createPlan(String[]) (taken when its Java
+// side does not recognise the list), recognises a list it validated before by its content: these
+// tests check that what it recognises is always exactly what the array holds at the call.
 
 // set stores a new String of s at arr[i] (in Java: testdata's Loop.set), as a caller mutating
 // its array between calls does.
@@ -35,15 +36,15 @@ func (j *jvm) newArray(elems ...string) *jnigi.ObjectRef {
 	return j.env.ToObjectArray(refs, "java/lang/String")
 }
 
-// createPlanDirs calls createPlan(arr) and returns the dirs of the plan it made (released), or
+// createPlanDirs calls createPlanFromArray(arr) and returns the dirs of the plan it made (released), or
 // the message of the IllegalArgumentException it threw (plan dirs nil).
 func (j *jvm) createPlanDirs(arr *jnigi.ObjectRef) (dirs []string, refused string) {
 	j.t.Helper()
-	h := Java_spillway_NativeSpill_createPlan(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 1<<20)
+	h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 1<<20, math.MaxInt64)
 	if h == 0 {
-		return nil, j.thrown("java.lang.IllegalArgumentException", "createPlan")
+		return nil, j.thrown("java.lang.IllegalArgumentException", "createPlanFromArray")
 	}
-	j.ok("createPlan")
+	j.ok("createPlanFromArray")
 	dirs, err := registry.PlanDirs(uint64(h))
 	require.NoError(j.t, err)
 	j.releasePlan(h)
@@ -67,8 +68,8 @@ func TestJVMCreatePlanHitIsInTheSameDirs(t *testing.T) {
 	assert.Equal(t, cached, registry.CachedDirSets(), "the hits remember nothing new")
 
 	// A hit's plan is a plan as any: its own limit, its dir made at its first file only.
-	h := Java_spillway_NativeSpill_createPlanWithExecutorLimit(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 100, math.MaxInt64)
-	j.ok("createPlanWithExecutorLimit")
+	h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 100, math.MaxInt64)
+	j.ok("createPlanFromArray")
 	assert.Equal(t, []string{"a", "b"}, entries(t, base))
 	file := j.createTmpFile(h)
 	path := j.path(file)
@@ -131,19 +132,19 @@ func TestJVMCreatePlanBadInputNeverHits(t *testing.T) {
 	nul := j.stringArray(j.str(utf16.Encode([]rune(a + "\x00" + b))))
 	lone := j.stringArray(j.str(append(utf16.Encode([]rune(a+"/x")), 0xD800)))
 	for range 2 {
-		p := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a, nil), 1<<20)
+		p := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a, nil), 1<<20, math.MaxInt64)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a null element"), "localDirs[1] is null")
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, nul, 1<<20)
+		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, nul, 1<<20, math.MaxInt64)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a NUL"), "NUL char")
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, lone, 1<<20)
+		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, lone, 1<<20, math.MaxInt64)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a lone surrogate"), `unpaired UTF-16 surrogate \uD800`)
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, 0, 1<<20)
+		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, 0, 1<<20, math.MaxInt64)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a null array"), "localDirs is null")
 		assert.Zero(t, p)
-		h := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), -1)
+		h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a), -1, math.MaxInt64)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a negative limit on a hit"), "negative")
 		assert.Zero(t, h)
 	}

@@ -80,7 +80,7 @@ func TestJVMBadLocalDirsAreIllegalArgumentsAndChangeNothing(t *testing.T) {
 		assert.Zero(t, h, tc.name)
 		assert.Contains(t, msg, tc.where, tc.name)
 
-		p := Java_spillway_NativeSpill_createPlan(j.raw, 0, tc.arr, 1<<20)
+		p := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, tc.arr, 1<<20, math.MaxInt64)
 		j.thrown("java.lang.IllegalArgumentException", "createPlan with "+tc.name)
 		assert.Zero(t, p, tc.name)
 	}

@@ -257,14 +257,10 @@ func (j *jvm) ok(call string) {
 
 // Typed calls of the entry points, each checked to leave no exception.
 
-// Java_spillway_NativeSpill_createPlan and ..WithExecutorLimit call the entry points of those
-// names, which are C (native.c), through jvmhost: a test file cannot call C.
-func Java_spillway_NativeSpill_createPlan(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit _Ctype_jlong) _Ctype_jlong {
-	return _Ctype_jlong(jvmhost.CreatePlan(unsafe.Pointer(env), uintptr(arr), int64(limit)))
-}
-
-func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit, executorLimit _Ctype_jlong) _Ctype_jlong {
-	return _Ctype_jlong(jvmhost.CreatePlanWithExecutorLimit(unsafe.Pointer(env), uintptr(arr), int64(limit), int64(executorLimit)))
+// Java_spillway_NativeSpill_createPlanFromArray calls the entry point of that name, which is C
+// (native.c), through jvmhost: a test file cannot call C.
+func Java_spillway_NativeSpill_createPlanFromArray(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit, executorLimit _Ctype_jlong) _Ctype_jlong {
+	return _Ctype_jlong(jvmhost.CreatePlanFromArray(unsafe.Pointer(env), uintptr(arr), int64(limit), int64(executorLimit)))
 }
 
 func (j *jvm) registerLocalDirs(roots ...string) _Ctype_jlong {

@@ -75,7 +75,9 @@ public final class NativeSpill {
    *     each element is read once
    * @param maxTempDirectorySize the plan's limit in bytes over all its live files (not negative)
    */
-  public static native long createPlan(String[] localDirs, long maxTempDirectorySize);
+  public static long createPlan(String[] localDirs, long maxTempDirectorySize) {
+    return createPlanFromArray(localDirs, maxTempDirectorySize, Long.MAX_VALUE);
+  }
 
   /**
    * {@link #createPlan} with a second limit: the plan's writes are also refused when they would
@@ -86,7 +88,17 @@ public final class NativeSpill {
    * @param maxExecutorTempDirectorySize bytes for all plans of the JVM together ({@code
    *     Long.MAX_VALUE}: no executor limit); not negative
    */
-  public static native long createPlanWithExecutorLimit(
+  public static long createPlanWithExecutorLimit(
+      String[] localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize) {
+    return createPlanFromArray(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize);
+  }
+
+  /**
+   * {@link #createPlanWithExecutorLimit} in the library: reads the array (each element once),
+   * validates it unless the library recognises the list by its content, and throws what those
+   * methods document.
+   */
+  static native long createPlanFromArray(
       String[] localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
 
   /** Creates a spill file for the plan, and on first use the plan's directory under the chosen root. */
