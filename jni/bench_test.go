@@ -18,13 +18,15 @@ var loopHasFloor bool
 const loopClass = "spillway/jnitest/Loop"
 
 // BenchmarkJVMPlanLifecycle creates and releases a plan that never spills through real
-// Java-to-native calls: each op is one iteration of a Java loop (testdata's Loop), two calls into
-// the library. floor is two empty calls (NativeFloor.emptyCall, -tags spillway_testhooks); in is
-// createPlanIn with registered dirs, the executor's path; array is createPlan(String[], long), the
-// same String[] every time, as a caller without a registration passes it (after the first call, a
-// hit of the registry's cache of dir sets by content). Compare them within one run:
+// Java-to-native calls: each op is one iteration of a Java loop (testdata's Loop) calling the
+// shim's NativeSpill, two calls into the library. floor is two empty calls
+// (NativeFloor.emptyCall, -tags spillway_testhooks); in is createPlanIn with registered dirs, the
+// executor's path; array is createPlan(String[], long), the same String[] every time, as a caller
+// without a registration passes it (after the first call, a hit of NativeSpill's DirListCache in
+// Java, then createPlanIn); array-equal is two arrays of equal content in distinct Strings,
+// alternately (hits by content: String.equals compares the chars). Compare them within one run:
 //
-//	go test -tags spillway_testhooks -run '^$' -bench JVMPlanLifecycle -count 5 ./jni/
+//	go test -tags spillway_testhooks -run '^$' -bench JVMPlanLifecycle -count 6 ./jni/
 func BenchmarkJVMPlanLifecycle(b *testing.B) {
 	dirs := make([]string, 8)
 	base := b.TempDir()

@@ -62,13 +62,14 @@ func runWithJVM(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(classes)
-		// The contract's exception class and NativeSpill, compiled from the shim's own sources
-		// (NativeSpill against testdata's NativeLoader: the library is linked in), with the
-		// benchmarks' loops of Java-to-native calls (bench_test.go).
+		// The contract's exception class and NativeSpill with its DirListCache, compiled from the
+		// shim's own sources (against testdata's NativeLoader: the library is linked in), with
+		// the benchmarks' loops of Java-to-native calls (bench_test.go).
 		shim := filepath.Join("..", "scala-shim", "src", "main", "java", "spillway")
 		src := []string{
 			filepath.Join(shim, "SpillLimitExceededException.java"),
 			filepath.Join(shim, "NativeSpill.java"),
+			filepath.Join(shim, "DirListCache.java"),
 			filepath.Join("testdata", "spillway", "NativeLoader.java"),
 			filepath.Join("testdata", "spillway", "jnitest", "Loop.java"),
 		}

@@ -87,6 +87,7 @@ static jint jvmhost_detach(void) {
 #pragma weak Java_spillway_NativeSpill_createPlanFromArray
 #pragma weak Java_spillway_NativeSpill_createPlanIn
 #pragma weak Java_spillway_NativeSpill_registerLocalDirs
+#pragma weak Java_spillway_NativeSpill_releaseLocalDirs
 #pragma weak Java_spillway_NativeSpill_releasePlan
 #pragma weak Java_spillway_NativeSpill_statsNames
 #pragma weak Java_spillway_NativeSpill_sortStatsNames
@@ -94,6 +95,7 @@ extern void Java_spillway_bench_NativeFloor_emptyCall(JNIEnv *, jclass);
 extern jlong Java_spillway_NativeSpill_createPlanFromArray(JNIEnv *, jclass, jobjectArray, jlong, jlong);
 extern jlong Java_spillway_NativeSpill_createPlanIn(JNIEnv *, jclass, jlong, jlong, jlong);
 extern jlong Java_spillway_NativeSpill_registerLocalDirs(JNIEnv *, jclass, jobjectArray);
+extern void Java_spillway_NativeSpill_releaseLocalDirs(JNIEnv *, jclass, jlong);
 extern void Java_spillway_NativeSpill_releasePlan(JNIEnv *, jclass, jlong);
 extern jobjectArray Java_spillway_NativeSpill_statsNames(JNIEnv *, jclass);
 extern jobjectArray Java_spillway_NativeSpill_sortStatsNames(JNIEnv *, jclass);
@@ -159,7 +161,8 @@ static int jvmhost_bind_natives(void) {
 		return -1;
 	}
 	if (Java_spillway_NativeSpill_createPlanFromArray == NULL || Java_spillway_NativeSpill_createPlanIn == NULL ||
-	    Java_spillway_NativeSpill_registerLocalDirs == NULL || Java_spillway_NativeSpill_releasePlan == NULL ||
+	    Java_spillway_NativeSpill_registerLocalDirs == NULL || Java_spillway_NativeSpill_releaseLocalDirs == NULL ||
+	    Java_spillway_NativeSpill_releasePlan == NULL ||
 	    Java_spillway_NativeSpill_statsNames == NULL || Java_spillway_NativeSpill_sortStatsNames == NULL) {
 		return -1;
 	}
@@ -172,6 +175,7 @@ static int jvmhost_bind_natives(void) {
 		{"createPlanFromArray", "([Ljava/lang/String;JJ)J", (void *)Java_spillway_NativeSpill_createPlanFromArray},
 		{"createPlanIn", "(JJJ)J", (void *)Java_spillway_NativeSpill_createPlanIn},
 		{"registerLocalDirs", "([Ljava/lang/String;)J", (void *)Java_spillway_NativeSpill_registerLocalDirs},
+		{"releaseLocalDirs", "(J)V", (void *)Java_spillway_NativeSpill_releaseLocalDirs},
 		{"releasePlan", "(J)V", (void *)Java_spillway_NativeSpill_releasePlan},
 		{"statsNames", "()[Ljava/lang/String;", (void *)Java_spillway_NativeSpill_statsNames},
 		{"sortStatsNames", "()[Ljava/lang/String;", (void *)Java_spillway_NativeSpill_sortStatsNames},
