@@ -54,7 +54,8 @@ func BenchmarkCreateReleasePlanIn(b *testing.B) {
 }
 
 // BenchmarkCreateReleasePlanForDirs is the same through the cache of dir lists by content, as
-// createPlan(String[]) does after its first call: the key is what the JNI door makes of 8 paths.
+// the array path of createPlan(String[]) (createPlanFromArray) does for a list it has seen: the
+// key is what the JNI door makes of 8 paths.
 func BenchmarkCreateReleasePlanForDirs(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprintf("roots=%d", n), func(b *testing.B) {

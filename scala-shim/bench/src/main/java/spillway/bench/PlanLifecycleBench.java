@@ -20,7 +20,8 @@ import spillway.NativeSpill;
  * the library's test build). Two ways to name the
  * local dirs: a registration made once ({@link NativeSpill#registerLocalDirs}, then {@link
  * NativeSpill#createPlanIn} per plan: what the Spark shim does), and the String[] passed on every
- * call ({@link NativeSpill#createPlan}: converted and validated each time).
+ * call ({@link NativeSpill#createPlan}: recognised in Java by its content after its first call,
+ * then made by createPlanIn).
  *
  * <p>The local dirs are shared by all benchmark threads ({@link Scope#Benchmark}), as an
  * executor's task threads share its local dirs: with two threads the eager baseline creates and
@@ -66,8 +67,9 @@ public class PlanLifecycleBench {
   }
 
   /**
-   * A caller that has only the array: the same String[] for every plan, which the library reads,
-   * converts from UTF-16 and validates on every call.
+   * A caller that has only the array: the same String[] for every plan, which NativeSpill copies
+   * and compares with the lists the library accepted before, then creates the plan in their
+   * registration (the first call reads, converts and validates it in the library).
    */
   @Benchmark
   public long lazySameDirs(Dirs d) throws IOException {

@@ -230,8 +230,9 @@ public final class Report {
         + "`eager` creates and recursively removes a temp dir in every local dir (DataFusion's\n"
         + "Directories mode). The dirs are shared by the threads, as an executor's are. `lazy` creates\n"
         + "each plan from the local dirs registered once (`registerLocalDirs`, then `createPlanIn`), as\n"
-        + "the shim does; `String[] per call` passes the paths to `createPlan`, which converts and\n"
-        + "validates them on every call.\n\n");
+        + "the shim does; `String[] per call` passes the paths to `createPlan`, which recognises\n"
+        + "them in Java by their content after the first call and creates the plan in their\n"
+        + "registration.\n\n");
     md.append("| threads | local dirs | floor (noop) | lazy | lazy, String[] per call | eager | eager ÷ lazy | lazy ÷ floor |\n");
     md.append("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int threads : new int[] {1, 2}) {
