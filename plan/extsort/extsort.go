@@ -50,7 +50,9 @@
 // buffers of the run it writes.
 //
 // A run's cost is what its reader may hold: ReaderMemory = 2 chunks + 25 bytes (chunk buffers,
-// chunkfile.ReaderMemory) plus the run's largest record (the record buffer grows to it). A
+// chunkfile.ReaderMemory) plus the run's largest record (the record buffer grows to it), each
+// buffer of 64 KiB or more rounded up to a page as offheap maps it (offheap.Size: so with 64 KiB
+// chunks a reader's cost is 132 KiB, not 128 KiB + 25 bytes). A
 // writer's cost, WriterMemory, is one chunk and its framing, two when the file is compressed
 // (chunkfile.WriterMemory).
 //
@@ -95,6 +97,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/spillway/spillway/plan/offheap"
 	"github.com/spillway/spillway/spill"
 	"github.com/spillway/spillway/spill/chunkfile"
 )
@@ -205,9 +208,16 @@ func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
 	return &Sorter{
 		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget)},
 		chunk:     chunk,
-		readCost:  int64(chunkfile.ReaderMemory(chunk)),
+		readCost:  readerMemory(chunk),
 		writeCost: int64(chunkfile.WriterMemory(chunk, m.Format().Codec)),
 	}, nil
+}
+
+// readerMemory is what a run's chunk reader holds at most: chunkfile.ReaderMemory's two buffers (a
+// stored chunk with the next header, a decoded chunk), each taken from offheap, which rounds it.
+func readerMemory(chunk int) int64 {
+	stored := chunkfile.ReaderMemory(chunk) - chunk
+	return int64(offheap.Size(stored) + offheap.Size(chunk))
 }
 
 // Add copies the records of batch into the sort; the caller may reuse batch afterwards. The whole

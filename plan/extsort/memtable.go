@@ -66,7 +66,7 @@ func (t *memTable) growth(size int) int64 {
 	if last := len(t.chunks) - 1; last >= 0 && cap(t.chunks[last])-len(t.chunks[last]) >= size {
 		return entrySize
 	}
-	return entrySize + int64(max(t.newChunkSize(), size))
+	return entrySize + int64(offheap.Size(max(t.newChunkSize(), size)))
 }
 
 func (t *memTable) newChunkSize() int { return min(t.chunkSize, max(t.nextChunk, firstChunk)) }

@@ -47,7 +47,7 @@ func (s *Sorter) spillTail() (int64, error) {
 		return 0, err
 	}
 	src.run = rd
-	src.idx, s.tail = nil, nil
+	src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil // nothing may point into the memory reset frees
 	s.mem.reset()
 	if err := s.advance(src); err != nil {
 		s.err = err

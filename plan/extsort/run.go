@@ -44,7 +44,7 @@ type run struct {
 
 // cost is the memory a merge plans for reading r: a synchronous chunk reader and a record
 // buffer as large as r's largest record.
-func (r *run) cost() int64 { return r.readCost + r.maxRecord }
+func (r *run) cost() int64 { return r.readCost + int64(offheap.Size(int(r.maxRecord))) }
 
 // size is the run's bytes on disk.
 func (r *run) size() int64 {

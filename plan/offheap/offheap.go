@@ -41,7 +41,7 @@ func Alloc(n int) ([]byte, error) {
 	if n < Threshold {
 		return make([]byte, n), nil
 	}
-	size := (n + pageSize - 1) &^ (pageSize - 1)
+	size := Size(n)
 	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("offheap: mapping %d bytes of memory: %w", size, err)
@@ -57,11 +57,25 @@ func Free(b []byte) {
 	if size < Threshold {
 		return
 	}
+	if uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(pageSize) != 0 {
+		// A subslice of a mapping (b[k:] keeps a large capacity): unmapping it would cut the mapping.
+		panic(fmt.Sprintf("offheap: Free of %d bytes at %p, not the start of a buffer Alloc returned", size, unsafe.SliceData(b)))
+	}
 	if err := unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(size)); err != nil {
 		// Only a buffer Alloc did not return gets here (EINVAL): a bug, never a runtime condition.
 		panic(fmt.Sprintf("offheap: unmapping %d bytes at %p: %v", size, unsafe.SliceData(b), err))
 	}
 	mapped.Add(-int64(size))
+}
+
+// Size is the memory Alloc(n) takes: n rounded up to a page from Threshold on, n below. What a
+// caller plans for a buffer it will Alloc must be counted with it, or a mapping's rounding goes
+// uncounted.
+func Size(n int) int {
+	if n < Threshold {
+		return n
+	}
+	return (n + pageSize - 1) &^ (pageSize - 1)
 }
 
 // Mapped is the bytes mapped by Alloc and not yet freed, in the whole process.

@@ -75,3 +75,22 @@ func residentBytes(t *testing.T) int64 {
 	t.Fatal("no VmRSS in /proc/self/status")
 	return 0
 }
+
+// Size is what Alloc takes, so a caller can count a buffer before it maps it.
+func TestSizeIsWhatAllocTakes(t *testing.T) {
+	for _, n := range []int{0, 1, Threshold - 1, Threshold, Threshold + 1, Threshold + 25, 1 << 20} {
+		b, err := Alloc(n)
+		require.NoError(t, err)
+		assert.Equal(t, Size(n), cap(b), "n=%d", n)
+		Free(b)
+	}
+}
+
+// A subslice that starts inside a mapping is not a buffer Alloc returned: Free refuses it rather
+// than cut the mapping.
+func TestFreeRefusesASubsliceOfAMapping(t *testing.T) {
+	b, err := Alloc(4 * Threshold)
+	require.NoError(t, err)
+	defer Free(b)
+	assert.Panics(t, func() { Free(b[100:]) })
+}
