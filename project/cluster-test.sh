@@ -170,7 +170,8 @@ for i in 1 2; do
   # One core per worker: the two executors run on different workers, and a killed executor's
   # replacement starts on the worker it died on, in the same application dir.
   cg="$cgroup_base/spillway-cluster-${line//./}-worker$i-$$"
-  mkdir "$cg" && cgroups+=("$cg")
+  mkdir "$cg" || die "could not create the cgroup $cg"
+  cgroups+=("$cg")
   echo "$container_bytes" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
   if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
   else echo "$container_bytes" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi

@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * or none, and then the library reads, validates and refuses exactly what it holds. Equal Strings
  * that are the same object compare at the cost of a reference check.
  *
- * <p>Bounds: at most {@code maxLists} lists of at most {@code maxChars} chars in all. The
+ * <p>Bounds: at most {@code maxLists} lists, each of at most {@code maxChars} chars. The
  * registrations the cache makes are never released: they live as long as the process, since a
  * thread may be about to call createPlanIn with any handle it has read from the entries. Once
  * the cache is full a new list is not kept: each call gives it to the library, which converts and

@@ -210,7 +210,9 @@ private[spillway] final class NativeSortSession private (
       if (grown > batch.capacity()) {
         buffersHeld -= batch.capacity()
         DirectBufferPool.give(batch) // sent: the native side copied its records
-        batch = null
+        batch = null // if the next take fails, nothing writes into the buffer given back
+        batchAddress = 0L
+        batchLength = 0
         takeBatch(grown)
       }
       batchLength = grown
@@ -280,8 +282,9 @@ private[spillway] final class NativeSortSession private (
   }
 
   private def setOut(i: Int, bytes: Int): Unit = {
+    val taken = DirectBufferPool.take(bytes)
     if (outs(i) != null) buffersHeld -= outs(i).capacity() // replaced: left to the garbage collector
-    outs(i) = DirectBufferPool.take(bytes)
+    outs(i) = taken
     outAddresses(i) = DirectBufferPool.address(outs(i))
     outLengths(i) = bytes
     holdBuffer(outs(i))

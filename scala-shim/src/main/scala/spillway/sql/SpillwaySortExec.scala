@@ -42,9 +42,6 @@ class SpillwaySortExec(order: Seq[SortOrder], isGlobal: Boolean, input: SparkPla
     "runsSpilled" -> SQLMetrics.createMetric(sparkContext, "runs spilled"),
     "mergePasses" -> SQLMetrics.createMetric(sparkContext, "merge passes"))
 
-  // Spark's sorter, never made here (SortExec creates it in its own execution only).
-  override def cleanupResources(): Unit = ()
-
   protected override def doExecute(): RDD[InternalRow] = {
     val keyExpressions: Seq[Expression] = sortOrder.map(o => BindReferences.bindReference(o.child, child.output))
     val keys = sortOrder.map(SortKeyEncoder.Key(_))
