@@ -86,12 +86,7 @@ func TestJVMCreatePlanFollowsAMutatedArray(t *testing.T) {
 	j := attach(t)
 	_, a, b := roots(t)
 	arr := j.newArray(a, b)
-	steps := []struct {
-		index   int
-		value   string
-		want    []string
-		refused string
-	}{
+	steps := []mutationStep{
 		{-1, "", []string{a, b}, ""},
 		{1, a + "/../b", []string{a, b}, ""}, // the same dir after cleaning: a new list all the same
 		{1, b, []string{a, b}, ""},           // a new String, the same content
@@ -104,12 +99,28 @@ func TestJVMCreatePlanFollowsAMutatedArray(t *testing.T) {
 		{0, "", nil, "#0 is an empty string"},
 		{0, b, []string{b, a}, ""},
 	}
+	runMutationSteps(t, j, arr, steps, j.createPlanDirs)
+}
+
+// mutationStep sets arr[index] to value (index -1: no change), then expects a plan in want, or a
+// refusal containing refused.
+type mutationStep struct {
+	index   int
+	value   string
+	want    []string
+	refused string
+}
+
+// runMutationSteps runs steps against arr with create (which returns the plan's dirs, or the
+// refusal), twice each: the first call may miss a cache, the second hits.
+func runMutationSteps(t *testing.T, j *jvm, arr *jnigi.ObjectRef, steps []mutationStep, create func(*jnigi.ObjectRef) ([]string, string)) {
+	t.Helper()
 	for n, step := range steps {
 		if step.index >= 0 {
 			j.set(arr, step.index, step.value)
 		}
-		for range 2 { // the first call may miss, the second hits
-			got, refused := j.createPlanDirs(arr)
+		for range 2 {
+			got, refused := create(arr)
 			assert.Equal(t, step.want, got, "step %d", n)
 			if step.refused == "" {
 				assert.Empty(t, refused, "step %d", n)

@@ -45,12 +45,7 @@ func TestJVMJavaCreatePlanFollowsAMutatedArray(t *testing.T) {
 	j := attach(t)
 	_, a, b := roots(t)
 	arr := j.newArray(a, b)
-	steps := []struct {
-		index   int
-		value   string
-		want    []string
-		refused string
-	}{
+	steps := []mutationStep{
 		{-1, "", []string{a, b}, ""},
 		{1, a + "/../b", []string{a, b}, ""}, // the same dirs after cleaning, another list
 		{1, b, []string{a, b}, ""},           // a new String, the same content: a hit
@@ -61,20 +56,7 @@ func TestJVMJavaCreatePlanFollowsAMutatedArray(t *testing.T) {
 		{0, "", nil, "#0 is an empty string"},
 		{0, b, []string{b, a}, ""},
 	}
-	for n, step := range steps {
-		if step.index >= 0 {
-			j.set(arr, step.index, step.value)
-		}
-		for range 2 { // the first call may miss, the second hits
-			got, refused := j.javaCreatePlanDirs(arr)
-			assert.Equal(t, step.want, got, "step %d", n)
-			if step.refused == "" {
-				assert.Empty(t, refused, "step %d", n)
-			} else {
-				assert.Contains(t, refused, step.refused, "step %d", n)
-			}
-		}
-	}
+	runMutationSteps(t, j, arr, steps, j.javaCreatePlanDirs)
 }
 
 // Threads that bring a new list at the same time make one registration between them, kept: a
