@@ -204,13 +204,23 @@ bench-c: lib
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark, in the bench project). Arguments: records partitions memory runs.
 BENCH_SORT_ARGS ?= 4000000 2 32m 5
-# TPC-H with spillway.SpillwayExtensions on and off, alternating runs (spillway.bench.TpchBench, in
-# the test sources beside the TPC-H generator): a spilling ORDER BY over lineitem, then the 22
-# queries; prints a table with the ratios. Arguments: scale-factor execution-memory-of-the-ORDER-BY
-# rounds. The tables are generated once into build/tpch-sf<scale-factor> (SF1: a few minutes).
-BENCH_SQL_ARGS ?= 1 128m 2
+# The benchmark of record for the SQL sort (BENCHMARKS.md, "The SQL sort, benchmark of record"):
+# 1. spillway.bench.SortShapesBench: per row shape (wide, narrow, string keys, two keys, a key Comet
+#    leaves to Spark) the sorting stage's wall, task CPU and process CPU and the bytes spilled, for
+#    Spark's sort, Spillway's, Comet 1.2.0's and Comet with Spillway, on the same data and off-heap
+#    memory, alternating rounds. Arguments: scale-factor off-heap-size rounds.
+# 2. spillway.bench.TpchBench: a spilling ORDER BY (on-heap), the 22 TPC-H queries with the extension
+#    on and off, and the 22 under Comet alone and Comet with Spillway, alternating runs, per-query
+#    ratios against the noise of the queries whose plans do not change. Arguments: scale-factor
+#    execution-memory-of-the-ORDER-BY rounds.
+# The tables are generated once into build/tpch-sf<scale-factor> (SF1: a few minutes). About 45
+# minutes on 2 cores; everything printed is also in build/bench/sql.txt.
+BENCH_SHAPES_ARGS ?= 1 256m 3
+BENCH_SQL_ARGS ?= 1 128m 5
 bench-sql: lib
-	$(SBT) 'set Test / javaOptions += "-Xmx4g"' "Test/runMain spillway.bench.TpchBench $(BENCH_SQL_ARGS)"
+	mkdir -p build/bench
+	$(SBT) 'set Test / javaOptions += "-Xmx4g"' "Test/runMain spillway.bench.SortShapesBench $(BENCH_SHAPES_ARGS)" \
+		"Test/runMain spillway.bench.TpchBench $(BENCH_SQL_ARGS)" 2>&1 | tee build/bench/sql.txt; exit $${PIPESTATUS[0]}
 
 # A sort as a Spark user runs it (local[2], 2g driver, on-heap mode, Spillway's defaults): the
 # JVM's peak and final RSS and the spills, Spillway's native sort against Spark's own, each run in

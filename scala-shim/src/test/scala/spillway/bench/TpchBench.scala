@@ -1,8 +1,7 @@
 package spillway.bench
 
-import java.nio.file.{Files, Path, Paths}
+import java.nio.file.{Files, Paths}
 
-import org.apache.spark.scheduler.{SparkListener, SparkListenerStageCompleted}
 import org.apache.spark.spillway.ListenerBusProbe
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.{SortExec, SparkPlan}
@@ -14,75 +13,63 @@ import spillway.tpch.TpchTables
 
 /**
  * TPC-H with Spillway's SQL extension on and off, alternating runs in one JVM: a spilling
- * `ORDER BY` over lineitem, then the 22 queries. Not a test: it prints the times (medians) and
- * the ratios Spark / Spillway (above 1: Spillway faster).
+ * `ORDER BY` over lineitem, then the 22 queries, and the 22 again with Apache DataFusion Comet
+ * 1.2.0 on (Comet alone against Comet with Spillway). Not a test: it prints the times (medians),
+ * the ratios off / on (above 1: on is faster) and whether the results are the same.
  *
  * Usage: `project/sbt "Test/runMain spillway.bench.TpchBench scaleFactor memory runs [dataDir [phases]]"`,
- * default "1 128m 2": local[2]; phases `order-by,queries` (both, the default), or either alone, or
- * single queries (`q18,q21`, to profile them). The tables are generated once into `dataDir` (default
- * build/tpch-sf<scaleFactor>) and reused. The ORDER BY runs with `memory` bytes of execution memory
- * for both sorts (the native sort holds what Spark grants it, as Spark's does), and both must spill (their "spill size"
- * metric; the bench warns otherwise); the 22 queries run on Spark's default memory settings. One
- * warm-up run each way comes first, then `runs` rounds of on, off and off, on in turn.
+ * default "1 128m 5": local[2]; phases `order-by,queries,comet-queries` (all, the default), any of
+ * them, or single queries (`q18,q21`, to profile them; with `comet-queries`, under Comet). The
+ * tables are generated once into `dataDir` (default build/tpch-sf<scaleFactor>) and reused. The
+ * ORDER BY runs with `memory` bytes of execution memory for both sorts (the native sort holds what
+ * Spark grants it, as Spark's does), and both must spill (their "spill size" metric; the bench warns
+ * otherwise); the 22 queries run on Spark's default memory settings (with Comet: 1g off-heap, which
+ * Comet needs). One warm-up run each way comes first, then `runs` rounds of on, off and off, on in
+ * turn. `comet-queries` needs Comet's jar on the classpath (the 4.1 line's test classpath has it).
  */
 object TpchBench extends AdaptiveSparkPlanHelper {
+  import BenchSupport._
+
   private val QueryPhase = """[qQ](\d+)""".r
   private val OrderBy = "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber"
 
   def main(args: Array[String]): Unit = {
     val scaleFactor = args.lift(0).map(_.toDouble).getOrElse(1.0)
     val memory = args.lift(1).getOrElse("128m")
-    val runs = args.lift(2).map(_.toInt).getOrElse(2)
+    val runs = args.lift(2).map(_.toInt).getOrElse(5)
     val sfName = BigDecimal(scaleFactor).bigDecimal.stripTrailingZeros.toPlainString
     val data = Paths.get(args.lift(3).filter(_.nonEmpty).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
-    val phases = args.lift(4).map(_.split(",").toSeq).getOrElse(Seq("order-by", "queries"))
+    val phases = args.lift(4).map(_.split(",").toSeq).getOrElse(Seq("order-by", "queries", "comet-queries"))
     val local = Files.createTempDirectory("spillway-tpch-bench-")
     try {
-      if (!TpchTables.written(data)) generate(local, scaleFactor, sfName, data)
-      else println(s"TPC-H SF$sfName tables: $data (reused)")
+      tables(local, scaleFactor, sfName, data)
       val memoryBytes = org.apache.spark.network.util.JavaUtils.byteStringAsBytes(memory)
-      val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession(local, data,
+      val orderBy = if (!phases.contains("order-by")) Seq.empty else withSession("TpchBench", local, data, spillwayConfs ++ Seq(
         "spark.testing.memory" -> memoryBytes.toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
-        "spark.sql.shuffle.partitions" -> "8") { spark =>
+        "spark.sql.shuffle.partitions" -> "8")) { spark =>
         alternate(runs)(enabled => time(spark, OrderBy, enabled, collectRows = false, "ORDER BY"))
       }
-      // "queries" runs all 22; "q18,q21" only those (to profile them).
-      val picked = phases.collect { case QueryPhase(n) => n.toInt }
-      val selected = if (phases.contains("queries")) TpchTables.Queries else TpchTables.Queries.filter(picked.contains)
-      val queries = if (selected.isEmpty) Seq.empty else withSession(local, data) { spark =>
-        selected.map { n =>
-          val sql = TpchTables.query(n)
-          n -> alternate(runs)(enabled => time(spark, sql, enabled, collectRows = true, f"Q$n%02d"))
+      // "queries" runs all 22; "q18,q21" only those (to profile them), under Comet with "comet-queries".
+      val picked = TpchTables.Queries.filter(phases.collect { case QueryPhase(n) => n.toInt }.contains)
+      val comet = phases.contains("comet-queries")
+      def queriesIn(confs: Seq[(String, String)], selected: Seq[Int]) =
+        if (selected.isEmpty) Seq.empty else withSession("TpchBench", local, data, confs) { spark =>
+          selected.map(n => n -> alternate(runs)(enabled => time(spark, TpchTables.query(n), enabled, collectRows = true, f"Q$n%02d")))
         }
-      }
-      report(sfName, memory, runs, orderBy, queries)
+      val queries = queriesIn(spillwayConfs, if (phases.contains("queries")) TpchTables.Queries else if (comet) Nil else picked)
+      val cometQueries = if (!comet) Seq.empty else queriesIn(cometConfs ++ Seq(
+        "spark.memory.offHeap.enabled" -> "true", "spark.memory.offHeap.size" -> "1g"), if (picked.isEmpty) TpchTables.Queries else picked)
+      report(sfName, memory, runs, orderBy, queries, cometQueries)
     } finally TestFiles.deleteRecursively(local)
   }
 
   /**
    * One run: wall time, the number of sorts (Spark's or Spillway's), whether any of them spilled,
-   * and its last stage (for the ORDER BY, the one that sorts): wall and task CPU seconds.
+   * its last stage (for the ORDER BY, the one that sorts), and its rows (collected queries only),
+   * as text in a canonical order (the query's own when it is ordered).
    */
-  private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean, lastStage: StageTime)
-
-  /**
-   * A stage's wall time (submission to completion) and its task threads' CPU time (JNI calls
-   * included; not the JVM's and Go's background threads: GC, read-ahead).
-   */
-  private final case class StageTime(seconds: Double, cpuSeconds: Double)
-
-  /** The stages completed since the last `take`, in completion order. */
-  private final class StageTimes extends SparkListener {
-    private val done = scala.collection.mutable.ArrayBuffer.empty[StageTime]
-    override def onStageCompleted(e: SparkListenerStageCompleted): Unit = synchronized {
-      val info = e.stageInfo
-      // A failed attempt is not the stage's time: its retry completes later.
-      for (start <- info.submissionTime; end <- info.completionTime if info.failureReason.isEmpty) {
-        done += StageTime((end - start) / 1e3, info.taskMetrics.executorCpuTime / 1e9)
-      }
-    }
-    def take(): Seq[StageTime] = synchronized { val all = done.toList; done.clear(); all }
-  }
+  private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean, lastStage: StageTime,
+      rows: Option[Seq[String]])
 
   private def time(spark: SparkSession, sql: String, enabled: Boolean, collectRows: Boolean, label: String): Run = {
     spark.conf.set(SpillwaySortRule.EnabledKey, enabled.toString)
@@ -91,7 +78,7 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     stages.take()
     val t0 = System.nanoTime()
     val df = spark.sql(sql)
-    if (collectRows) df.collect() else df.queryExecution.toRdd.foreach(_ => ()) // every row, none kept
+    val rows = if (collectRows) Some(df.collect().toSeq) else { df.queryExecution.toRdd.foreach(_ => ()); None } // every row, none kept
     val seconds = (System.nanoTime() - t0) / 1e9
     val plan: SparkPlan = df.queryExecution.executedPlan
     val sorts = collectWithSubqueries(plan) { case s: SortExec => s } // the native node is a SortExec too
@@ -101,15 +88,11 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     val spilled = sorts.exists(_.metrics("spillSize").value > 0)
     ListenerBusProbe.drain(spark.sparkContext)
     val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of $label completed"))
-    println(f"  $label%-8s ${if (enabled) "Spillway" else "Spark"}%-8s $seconds%7.2f s${if (spilled) ", spilled" else ""}" +
+    println(f"  $label%-8s ${if (enabled) "on" else "off"}%-3s $seconds%7.2f s, ${sorts.size} sorts${if (spilled) ", spilled" else ""}" +
       f" (last stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s)") // progress
-    Run(enabled, seconds, sorts.size, spilled, last)
+    val ordered = sql.linesIterator.filterNot(_.trim.startsWith("--")).exists(_.trim.toUpperCase.startsWith("ORDER BY"))
+    Run(enabled, seconds, sorts.size, spilled, last, rows.map(rs => if (ordered) rs.map(_.toString) else rs.map(_.toString).sorted))
   }
-
-  private val listeners = scala.collection.mutable.Map.empty[SparkSession, StageTimes]
-
-  private def stageTimes(spark: SparkSession): StageTimes =
-    listeners.getOrElseUpdate(spark, { val l = new StageTimes; spark.sparkContext.addSparkListener(l); l })
 
   /**
    * A warm-up run each way, then `runs` rounds, on first in even rounds and off first in odd ones
@@ -120,45 +103,13 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     (0 until runs).flatMap(round => if (round % 2 == 0) Seq(once(true), once(false)) else Seq(once(false), once(true)))
   }
 
-  private def withSession[T](local: Path, data: Path, confs: (String, String)*)(body: SparkSession => T): T = {
-    val spark = confs.foldLeft(SparkSession.builder().master("local[2]").appName("TpchBench")) { case (b, (k, v)) => b.config(k, v) }
-      .config("spark.local.dir", local.toString)
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.extensions", "spillway.SpillwayExtensions")
-      // Spillway's defaults: the native sort follows Spark's grant, as Spark's own does, so the
-      // "spilled" column shows where either spills in the same memory.
-      .getOrCreate()
-    try {
-      TpchTables.register(spark, data)
-      body(spark)
-    } finally spark.stop()
-  }
-
-  /** Generates the tables into `data` through a sibling directory renamed at the end, so a cut-off run leaves no half set. */
-  private def generate(local: Path, scaleFactor: Double, sfName: String, data: Path): Unit = {
-    val partial = data.resolveSibling(data.getFileName.toString + ".partial")
-    TestFiles.deleteRecursively(partial)
-    Files.createDirectories(data.getParent)
-    val t0 = System.nanoTime()
-    val spark = SparkSession.builder().master("local[2]").appName("TpchBench-generate")
-      .config("spark.local.dir", local.toString).config("spark.ui.enabled", "false").getOrCreate()
-    try TpchTables.write(spark, scaleFactor, partial, parts = math.max(2, math.ceil(scaleFactor * 16).toInt))
-    finally spark.stop()
-    TestFiles.deleteRecursively(data)
-    Files.move(partial, data)
-    println(f"TPC-H SF$sfName tables generated into $data in ${(System.nanoTime() - t0) / 1e9}%.0f s")
-  }
-
-  private def median(xs: Seq[Double]): Double = {
-    val s = xs.sorted
-    if (s.size % 2 == 1) s(s.size / 2) else (s(s.size / 2 - 1) + s(s.size / 2)) / 2
-  }
-
-  private def report(sf: String, memory: String, runs: Int, orderBy: Seq[Run], queries: Seq[(Int, Seq[Run])]): Unit = {
+  private def report(sf: String, memory: String, runs: Int, orderBy: Seq[Run], queries: Seq[(Int, Seq[Run])],
+      cometQueries: Seq[(Int, Seq[Run])]): Unit = {
     println()
     println(s"TPC-H SF$sf, local[2], extension on and off in $runs alternating rounds after a warm-up; medians")
     if (orderBy.nonEmpty) reportOrderBy(memory, orderBy)
-    if (queries.nonEmpty) reportQueries(queries)
+    if (queries.nonEmpty) reportQueries("Spark's sort", "Spillway", queries)
+    if (cometQueries.nonEmpty) reportQueries("Comet alone", "Comet+Spillway", cometQueries)
   }
 
   private def times(rs: Seq[Run], enabled: Boolean): Seq[Double] = rs.filter(_.enabled == enabled).map(_.seconds)
@@ -182,22 +133,35 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       f"would make the query at most ${median(spark) / (median(spark) - sparkSort)}%.2fx faster")
   }
 
-  private def reportQueries(queries: Seq[(Int, Seq[Run])]): Unit = {
-    println("\n| query | sorts | Spark's sort (s) | Spillway (s) | Spark / Spillway | spilled |")
-    println("|---|---|---|---|---|---|")
-    var totalSpark = 0.0
-    var totalNative = 0.0
-    val slower = Seq.newBuilder[String]
-    queries.foreach { case (n, rs) =>
+  /**
+   * Per query the medians off and on and their ratio; then the median of the per-query ratios and
+   * their range, beside the same for the queries whose plans do not change (no sort: the extension
+   * has nothing to replace), which is the noise: a sorting query is slower only below that band.
+   */
+  private def reportQueries(off: String, on: String, queries: Seq[(Int, Seq[Run])]): Unit = {
+    println(s"\n| query | sorts | $off (s) | $on (s) | $off / $on | spilled | same result |")
+    println("|---|---|---|---|---|---|---|")
+    var totalOff = 0.0
+    var totalOn = 0.0
+    val ratios = queries.map { case (n, rs) =>
       val (s, o) = (median(times(rs, enabled = false)), median(times(rs, enabled = true)))
-      totalSpark += s
-      totalNative += o
-      if (o > s * 1.05) slower += f"Q$n%02d (${(o / s - 1) * 100}%.0f%% slower)"
+      totalOff += s
+      totalOn += o
       val spilled = if (rs.exists(r => r.enabled && r.spilled)) "yes" else ""
-      println(f"| Q$n%02d | ${rs.head.sorts} | $s%.2f | $o%.2f | ${s / o}%.2f | $spilled |")
+      val same = if (rs.flatMap(_.rows).distinct.size == 1) "yes" else "NO"
+      println(f"| Q$n%02d | ${rs.head.sorts} | $s%.2f | $o%.2f | ${s / o}%.2f | $spilled | $same |")
+      (n, rs.head.sorts, s / o)
     }
-    println(f"| total | | $totalSpark%.2f | $totalNative%.2f | ${totalSpark / totalNative}%.2f | |")
-    val over = slower.result()
-    println(s"\nqueries more than 5% slower with Spillway: ${if (over.isEmpty) "none" else over.mkString(", ")}")
+    println(f"| total | | $totalOff%.2f | $totalOn%.2f | ${totalOff / totalOn}%.2f | | |")
+    val different = queries.collect { case (n, rs) if rs.flatMap(_.rows).distinct.size > 1 => f"Q$n%02d" }
+    val unchanged = ratios.filter(_._2 == 0).map(_._3)
+    val sorting = ratios.filter(_._2 > 0)
+    println(s"\nper-query ratio $off / $on: all ${spread(ratios.map(_._3))}; " +
+      s"the ${unchanged.size} with no sort (the same plan on and off: the noise) ${spread(unchanged)}; " +
+      s"the ${sorting.size} with sorts ${spread(sorting.map(_._3))}")
+    val slower = if (unchanged.isEmpty) Seq.empty else sorting.filter(_._3 < unchanged.min)
+    println(s"queries with sorts slower on than off beyond the noise (a ratio below the lowest of the unchanged plans): " +
+      s"${if (slower.isEmpty) "none" else slower.map { case (n, _, r) => f"Q$n%02d ($r%.2f)" }.mkString(", ")}")
+    println(s"queries whose results differ between runs: ${if (different.isEmpty) "none" else different.mkString(", ")}")
   }
 }

@@ -1,0 +1,170 @@
+package spillway.bench
+
+import java.nio.file.{Files, Paths}
+
+import org.apache.spark.spillway.ListenerBusProbe
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+
+import spillway.TestFiles
+import spillway.bench.BenchSupport._
+import spillway.sql.SpillwaySortRule
+
+/**
+ * The SQL sort per row shape, four ways on the same TPC-H data and the same off-heap memory:
+ * Spark's `SortExec`, Spillway's native sort, Apache DataFusion Comet 1.2.0's `CometSort` (Comet
+ * alone), and Comet with Spillway (Spillway takes the sorts Comet leaves to Spark). Not a test: it
+ * prints the sorting stage's wall time, its task CPU and the process's CPU over it, and the bytes
+ * the sorts spilled, medians with their range, and the ratios.
+ *
+ * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [all]]]"`,
+ * default "1 256m 3": local[2], `spark.memory.offHeap.size=offHeap` in every session (Spark's sort
+ * takes its pages from it, Spillway its grant, Comet its pool), 8 shuffle partitions. Each round
+ * (a warm-up round comes first and is not counted) runs every shape in a Spillway session (rule off:
+ * Spark; on: Spillway) and a Comet session (rule off: Comet alone; on: both), the sessions' order and
+ * the on/off order alternating between rounds. `shapes` picks some by name (`wide,strings`); `all`
+ * adds a fifth way: Comet with its own sort off (`spark.comet.exec.sort.enabled=false`), so that
+ * Spillway takes every sort under Comet's scan and shuffle. Needs Comet's jar on the classpath (the
+ * 4.1 line's test classpath has it).
+ */
+object SortShapesBench extends AdaptiveSparkPlanHelper {
+  final case class Shape(name: String, sql: String, about: String)
+
+  val Shapes: Seq[Shape] = Seq(
+    Shape("wide", "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber",
+      "all 16 columns of lineitem (strings, decimals, dates), four keys"),
+    Shape("narrow", "SELECT l_orderkey, l_quantity FROM lineitem ORDER BY l_orderkey",
+      "two columns, one long key (the sort Q18's join does)"),
+    Shape("strings", "SELECT l_comment, l_shipinstruct, l_orderkey FROM lineitem ORDER BY l_comment, l_shipinstruct",
+      "string keys (l_comment: 10-43 chars)"),
+    Shape("two-key", "SELECT * FROM lineitem ORDER BY l_shipdate, l_extendedprice",
+      "all 16 columns, a date and a decimal key"),
+    Shape("interval", "SELECT make_dt_interval(0, l_linenumber, cast(l_orderkey % 60 AS int), 0) AS k FROM lineitem ORDER BY k DESC",
+      "a day-time interval key, which Comet 1.2.0 leaves to Spark's sort"))
+
+  /** `cometSort`: Comet's own sort on (`spark.comet.exec.sort.enabled`), in a Comet session. */
+  sealed abstract class Engine(val name: String, val comet: Boolean, val spillway: Boolean, val cometSort: Boolean = true)
+  case object SparkSort extends Engine("Spark", comet = false, spillway = false)
+  case object SpillwaySort extends Engine("Spillway", comet = false, spillway = true)
+  case object CometAlone extends Engine("Comet", comet = true, spillway = false)
+  case object CometSpillway extends Engine("Comet+Spillway", comet = true, spillway = true)
+  /** Comet's scan and shuffle, its sort off: every sort is Spark's and Spillway takes it. */
+  case object CometScanSpillwaySort extends Engine("Comet, sort off, +Spillway", comet = true, spillway = true, cometSort = false)
+  val Engines: Seq[Engine] = Seq(SparkSort, SpillwaySort, CometAlone, CometSpillway, CometScanSpillwaySort)
+  /** The engines a round runs unless told otherwise: the last one is asked for by name (`engines=...`). */
+  val DefaultEngines: Seq[Engine] = Engines.take(4)
+
+  /** One run; `failed` holds why the query failed (its stage times and spills are then not counted). */
+  final case class Run(shape: Shape, engine: Engine, round: Int, seconds: Double, stage: StageTime, spilledBytes: Long,
+      rows: Long, sorts: Seq[String], failed: Option[String] = None)
+
+  def main(args: Array[String]): Unit = {
+    val scaleFactor = args.lift(0).map(_.toDouble).getOrElse(1.0)
+    val offHeap = args.lift(1).getOrElse("256m")
+    val rounds = args.lift(2).map(_.toInt).getOrElse(3)
+    val sfName = BigDecimal(scaleFactor).bigDecimal.stripTrailingZeros.toPlainString
+    val data = Paths.get(args.lift(3).filter(_.nonEmpty).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
+    val picked = args.lift(4).filter(_.nonEmpty).map(_.split(",").toSet)
+    val shapes = picked.fold(Shapes)(p => Shapes.filter(s => p(s.name)))
+    // "all" adds Comet with its sort off and Spillway's in its place.
+    val engines = if (args.lift(5).contains("all")) Engines else DefaultEngines
+    val local = Files.createTempDirectory("spillway-shapes-bench-")
+    try {
+      tables(local, scaleFactor, sfName, data)
+      val memory = Seq("spark.memory.offHeap.enabled" -> "true", "spark.memory.offHeap.size" -> offHeap,
+        "spark.sql.shuffle.partitions" -> "8")
+      val runs = (0 to rounds).flatMap { round =>
+        val kinds = if (round % 2 == 0) Seq(false, true) else Seq(true, false) // Comet's session second, then first
+        kinds.flatMap { comet =>
+          val confs = (if (comet) cometConfs else spillwayConfs) ++ memory
+          withSession(s"SortShapesBench-${if (comet) "comet" else "spark"}", local, data, confs) { spark =>
+            shapes.flatMap { shape =>
+              val mine = engines.filter(_.comet == comet)
+              (if (round % 2 == 0) mine.reverse else mine).map(once(spark, shape, _, round))
+            }
+          }
+        }
+      }
+      report(sfName, offHeap, rounds, shapes, runs.filter(_.round > 0))
+    } finally TestFiles.deleteRecursively(local)
+  }
+
+  /** One run of `shape` by `engine`; a query that fails (an engine out of memory, say) is a failed run, not the end of the bench. */
+  private def once(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run =
+    try measure(spark, shape, engine, round)
+    catch {
+      case e: org.apache.spark.SparkException =>
+        val why = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last.getMessage.linesIterator.take(3).mkString(" ")
+        println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s FAILED: $why")
+        Run(shape, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, Nil, Some(why))
+    }
+
+  private def measure(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run = {
+    spark.conf.set(SpillwaySortRule.EnabledKey, engine.spillway.toString)
+    if (engine.comet) spark.conf.set("spark.comet.exec.sort.enabled", engine.cometSort.toString)
+    val stages = stageTimes(spark)
+    ListenerBusProbe.drain(spark.sparkContext)
+    stages.take()
+    val t0 = System.nanoTime()
+    val df = spark.sql(shape.sql)
+    val rows = df.queryExecution.toRdd.mapPartitions(it => Iterator(it.size.toLong)).collect().sum // every row read, none kept
+    val seconds = (System.nanoTime() - t0) / 1e9
+    val plan: SparkPlan = df.queryExecution.executedPlan
+    val sortNodes = collectWithSubqueries(plan) { case p if p.nodeName.contains("Sort") => p }
+    val sorts = sortNodes.map(_.getClass.getSimpleName)
+    check(shape, engine, sorts, plan)
+    // Each engine's spill metric: SortExec's (and Spillway's) "spillSize", Comet's "spilled_bytes".
+    val spilled = sortNodes.flatMap(_.metrics.collect { case (k, m) if k == "spillSize" || k == "spilled_bytes" => m.value }).sum
+    ListenerBusProbe.drain(spark.sparkContext)
+    val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of ${shape.name} completed"))
+    println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s $seconds%6.2f s; " +
+      f"sorting stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s, ${last.processCpuSeconds}%.2f process CPU-s; " +
+      f"spilled ${spilled / 1e6}%.0f MB; $rows rows; ${sorts.mkString(",")}")
+    if (round == 0 && engine.comet) { // what Comet's sort reports, to keep the metric above honest
+      sortNodes.filter(_.nodeName.startsWith("Comet")).headOption.foreach(n => println(s"    ${n.nodeName} metrics: ${n.metrics.keys.toSeq.sorted.mkString(", ")}"))
+    }
+    Run(shape, engine, round, seconds, last, spilled, rows, sorts)
+  }
+
+  /** The plan each engine must have run: else the numbers are another engine's. */
+  private def check(shape: Shape, engine: Engine, sorts: Seq[String], plan: SparkPlan): Unit = {
+    def fail(why: String) = throw new IllegalStateException(s"${shape.name} under ${engine.name}: $why\n$plan")
+    if (sorts.isEmpty) fail("no sort in the plan")
+    engine match {
+      case SparkSort     => if (sorts.exists(_ != "SortExec")) fail(s"sorts other than Spark's: $sorts")
+      case SpillwaySort  => if (sorts.exists(_ != "SpillwaySortExec")) fail(s"sorts other than Spillway's: $sorts")
+      case CometAlone    => if (sorts.exists(s => s != "SortExec" && !s.startsWith("Comet"))) fail(s"sorts neither Comet's nor Spark's: $sorts")
+      case CometSpillway => if (sorts.contains("SortExec")) fail(s"a sort left to Spark's SortExec: $sorts")
+      case CometScanSpillwaySort => if (sorts.exists(_ != "SpillwaySortExec")) fail(s"sorts other than Spillway's: $sorts")
+    }
+  }
+
+  private def report(sf: String, offHeap: String, rounds: Int, shapes: Seq[Shape], runs: Seq[Run]): Unit = {
+    println()
+    println(s"Sorting stages, TPC-H SF$sf lineitem, local[2], $offHeap off-heap in every session, $rounds alternating rounds after a warm-up;")
+    println("medians (min-max). Wall and task CPU of the stage that sorts (shuffle read, sort, every row read); process CPU: all threads over it.")
+    for (shape <- shapes) {
+      val all = runs.filter(_.shape == shape)
+      val mine = all.filter(_.failed.isEmpty)
+      def of(e: Engine) = mine.filter(_.engine == e)
+      val sparkWall = median(of(SparkSort).map(_.stage.seconds))
+      val sparkCpu = median(of(SparkSort).map(_.stage.processCpuSeconds))
+      val cometWall = median(of(CometAlone).map(_.stage.seconds))
+      val rows = mine.map(_.rows).distinct
+      println(s"\n${shape.name}: ${shape.about}\n  ${shape.sql}${if (rows.size > 1) s"\n  WARNING: the engines read different row counts: $rows" else s" (${rows.headOption.getOrElse(0L)} rows)"}")
+      println("| engine | sort | stage wall (s) | task CPU (s) | process CPU (s) | spilled (MB) | Spark / it, wall | Spark / it, process CPU | Comet / it, wall |")
+      println("|---|---|---|---|---|---|---|---|---|")
+      for (e <- Engines; failed = all.filter(r => r.engine == e && r.failed.nonEmpty) if failed.nonEmpty) {
+        println(s"| ${e.name} | failed in ${failed.size} of ${all.count(_.engine == e)} runs: ${failed.head.failed.get} | | | | | | | |")
+      }
+      for (e <- Engines; rs = of(e) if rs.nonEmpty) {
+        val wall = median(rs.map(_.stage.seconds))
+        val cpu = median(rs.map(_.stage.processCpuSeconds))
+        println(s"| ${e.name} | ${rs.head.sorts.distinct.map(_.stripSuffix("Exec")).mkString(", ")} | ${spread(rs.map(_.stage.seconds))} | " +
+          s"${spread(rs.map(_.stage.cpuSeconds))} | ${spread(rs.map(_.stage.processCpuSeconds))} | ${spread(rs.map(_.spilledBytes / 1e6), 0)} | " +
+          f"${sparkWall / wall}%.2f | ${sparkCpu / cpu}%.2f | ${cometWall / wall}%.2f |")
+      }
+    }
+  }
+}
