@@ -52,6 +52,11 @@ func BenchmarkSortedIndex(b *testing.B) {
 	}{
 		{"orderby", orderByRecords(42)},
 		{"random16", func(dst []byte) []byte { return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16)) }},
+		// A sort of one long key with few values, many rows each (a day-time interval key of a
+		// few hundred values, range-partitioned into 8 tasks): the ties are most of the sort.
+		{"fewkeys", func(dst []byte) []byte {
+			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(52))*60_000_000, true), randBytes(r, 8))
+		}},
 		// A sort-merge join's sort of lineitem by l_orderkey: one long key, about 4 rows a key.
 		{"joinkey", func(dst []byte) []byte {
 			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))

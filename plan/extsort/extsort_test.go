@@ -680,6 +680,18 @@ func TestInMemorySortKeyShapes(t *testing.T) {
 		{"int keys, many equal", func() []byte {
 			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(50)))
 		}},
+		// Seven varying bytes of nine: the one spare prefix byte cannot number 20000 records,
+		// so the ties go to the sort by position.
+		{"int keys, many equal, one spare prefix byte", func() []byte {
+			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(40))*0x01010101010101)
+		}},
+		// Nullable: the null keys are a byte long, the others nine.
+		{"int keys with nulls, many equal", func() []byte {
+			if r.IntN(5) == 0 {
+				return []byte{0}
+			}
+			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(50)))
+		}},
 		{"differ past the prefix", func() []byte {
 			return append(bytes.Repeat([]byte{7}, 3+8+r.IntN(3)), byte(r.IntN(3)), byte(r.IntN(256)))
 		}},
@@ -749,4 +761,41 @@ func sqlColumns(values ...uint64) []byte {
 		key = binary.BigEndian.AppendUint64(append(key, 1), v^1<<63)
 	}
 	return key
+}
+
+// The insertion ordinal goes into the prefix only where it cannot change the order: keys of one
+// length, in the prefix bytes past every key, and only as many records as those bytes number.
+func TestOrdinalFitsOnlyPastEveryKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys [][]byte
+		fits bool
+	}{
+		{"one long key, low byte varies", [][]byte{sqlColumns(1), sqlColumns(2), sqlColumns(2)}, true},
+		{"all keys equal", [][]byte{sqlColumns(7), sqlColumns(7)}, true},
+		{"keys of two lengths", [][]byte{sqlColumns(1), {0}, sqlColumns(2)}, false},
+		{"eight varying bytes", [][]byte{make([]byte, 9), bytes.Repeat([]byte{1}, 9)}, false},
+		{"seven varying bytes, 256 records", repeatKeys(256, make([]byte, 9), append([]byte{0, 0}, bytes.Repeat([]byte{1}, 7)...)), true},
+		{"seven varying bytes, 257 records", repeatKeys(257, make([]byte, 9), append([]byte{0, 0}, bytes.Repeat([]byte{1}, 7)...)), false},
+		{"keys longer than the bytes tracked", [][]byte{make([]byte, maxTracked+9), append(make([]byte, maxTracked+8), 1)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mt := memTable{chunkSize: maxChunk}
+			defer mt.reset()
+			for _, k := range tc.keys {
+				require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
+			}
+			w := mt.window()
+			assert.Equal(t, tc.fits, mt.ordinalFits(&w))
+		})
+	}
+}
+
+// repeatKeys is n keys, a and b in turn.
+func repeatKeys(n int, a, b []byte) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = [][]byte{a, b}[i%2]
+	}
+	return keys
 }

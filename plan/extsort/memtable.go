@@ -191,13 +191,37 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	t.indexMem = mem
 	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)[:0]
 	idx := t.index
+	// Where the prefix has bytes past every key, the insertion order goes there: equal keys
+	// then have distinct prefixes in insertion order, and the radix sort alone makes the sort
+	// stable, with no sort of ties by position after it.
+	var ord, step uint64
+	if t.ordinalFits(&w) {
+		step = 1
+	}
 	for ci, c := range t.chunks {
 		for off := 0; off < len(c); off += recordSize(c[off:]) {
-			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])), pos: uint64(ci)<<32 | uint64(off)})
+			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])) | ord, pos: uint64(ci)<<32 | uint64(off)})
+			ord += step
 		}
 	}
 	t.sortEntries(idx, w.end)
 	return idx, nil
+}
+
+// ordinalFits reports whether the prefix's low bytes that lie past every key's end (zero in every
+// prefix) can hold each record's insertion ordinal, with every key of one length, so that equal
+// prefixes would mean equal keys. A single fixed-width key (an integer, a date, a compact decimal,
+// not null) varies in fewer than 8 bytes: its sort is then by the prefix alone. Keys of several
+// lengths are left to the tie sort, which orders a key before its zero-padded extensions.
+func (t *memTable) ordinalFits(w *window) bool {
+	if t.minKey != t.maxKey {
+		return false
+	}
+	free := 0
+	for i := len(w.at) - 1; i >= 0 && w.at[i] >= t.maxKey; i-- {
+		free++
+	}
+	return free == len(w.at) || (free > 0 && uint64(t.n) <= 1<<(8*uint(free)))
 }
 
 // record is the encoded record that e indexes, and possibly bytes after it.

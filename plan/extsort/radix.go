@@ -14,7 +14,9 @@ const radixCutoff = 48
 // with an in-place MSD radix sort (American flag sort) on the entries' 8-byte prefixes: no
 // compare, no memory access beyond the entries, and no scratch memory, so that the index costs
 // no more than its 16 bytes a record. The radix sort is not stable; the insertion order in each
-// entry (pos) breaks the ties it leaves, so the result is stable.
+// entry (pos) breaks the ties it leaves, so the result is stable. Keys of one length that vary in
+// fewer than 8 bytes carry their insertion ordinal in the prefix's spare low bytes
+// (memTable.ordinalFits), so that they leave no ties at all.
 //
 // Integer sort keys (the SQL sorts) differ mostly within the prefix, since it holds only key
 // bytes that vary (memTable.window), not the null flags and high bytes every key shares: a
