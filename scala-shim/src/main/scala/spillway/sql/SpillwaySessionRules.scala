@@ -24,8 +24,12 @@ object SpillwaySessionRules {
     extensions.injectQueryStagePrepRule(session => SpillwaySortRule(session, SpillwaySortRule.Phase.QueryStagePrep))
     extensions.injectColumnar(session =>
       new ColumnarRule {
-        override def preColumnarTransitions: Rule[SparkPlan] = SpillwaySortRule(session, SpillwaySortRule.Phase.PreColumnar)
-        override def postColumnarTransitions: Rule[SparkPlan] = SpillwaySortRule(session, SpillwaySortRule.Phase.PostColumnar)
+        // One rule each for the session (Spark asks for them on every plan): a rule reads the
+        // session's static confs once.
+        private val pre = SpillwaySortRule(session, SpillwaySortRule.Phase.PreColumnar)
+        private val post = SpillwaySortRule(session, SpillwaySortRule.Phase.PostColumnar)
+        override def preColumnarTransitions: Rule[SparkPlan] = pre
+        override def postColumnarTransitions: Rule[SparkPlan] = post
       })
   }
 }

@@ -24,12 +24,17 @@ import spillway.{SparkLine, SpillwayConf}
  */
 final case class SpillwaySortRule(session: SparkSession, phase: SpillwaySortRule.Phase = SpillwaySortRule.Phase.PreColumnar)
     extends Rule[SparkPlan] {
+  // Whether this injection point replaces sorts depends on spark.sql.extensions, a static conf:
+  // fixed for the session, so read once rather than on every plan (the SparkContext's conf is
+  // copied to read it).
+  private lazy val replacesHere = phase.replacesIn(session)
+
   override def apply(plan: SparkPlan): SparkPlan = {
     // A typo set in this session (`spark.conf.set`, `SET`): told once per JVM, even with no plugin.
     SpillwayConf.unknownKeyWarningsOnce(session.conf.getAll.keys).foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
     SpillwaySortRule.explainProvidersWarningOnce(session.conf.getOption(SpillwaySortRule.ExplainProvidersKey))
       .foreach(w => SpillwaySortRule.log.warn(s"Spillway: $w"))
-    if (!SpillwaySortRule.enabled(session) || !phase.replacesIn(session)) plan
+    if (!SpillwaySortRule.enabled(session) || !replacesHere) plan
     else {
       SpillwaySortRule.logNewFallbacks(plan, atWarn = SpillwaySortRule.logFallbacks(session))
       plan.transformUp {
