@@ -54,7 +54,7 @@ object TpchBench extends AdaptiveSparkPlanHelper {
       val comet = phases.contains("comet-queries")
       def queriesIn(confs: Seq[(String, String)], selected: Seq[Int]) =
         if (selected.isEmpty) Seq.empty else withSession("TpchBench", local, data, confs) { spark =>
-          selected.map(n => n -> alternate(runs)(enabled => time(spark, TpchTables.query(n), enabled, collectRows = true, f"Q$n%02d")))
+          selected.map(n => n -> alternate(runs)(enabled => time(spark, TpchTables.query(n), enabled, collectRows = true, f"Q$n%02d", TpchTables.ordered(n))))
         }
       val queries = queriesIn(spillwayConfs, if (phases.contains("queries")) TpchTables.Queries else if (comet) Nil else picked)
       val cometQueries = if (!comet) Seq.empty else queriesIn(cometConfs ++ Seq(
@@ -71,7 +71,9 @@ object TpchBench extends AdaptiveSparkPlanHelper {
   private final case class Run(enabled: Boolean, seconds: Double, sorts: Int, spilled: Boolean, lastStage: StageTime,
       rows: Option[Seq[String]])
 
-  private def time(spark: SparkSession, sql: String, enabled: Boolean, collectRows: Boolean, label: String): Run = {
+  /** `ordered`: the rows come in the query's own order (compared as they are, else sorted). */
+  private def time(spark: SparkSession, sql: String, enabled: Boolean, collectRows: Boolean, label: String,
+      ordered: Boolean = false): Run = {
     spark.conf.set(SpillwaySortRule.EnabledKey, enabled.toString)
     val stages = stageTimes(spark)
     ListenerBusProbe.drain(spark.sparkContext)
@@ -90,7 +92,6 @@ object TpchBench extends AdaptiveSparkPlanHelper {
     val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of $label completed"))
     println(f"  $label%-8s ${if (enabled) "on" else "off"}%-3s $seconds%7.2f s, ${sorts.size} sorts${if (spilled) ", spilled" else ""}" +
       f" (last stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s)") // progress
-    val ordered = sql.linesIterator.filterNot(_.trim.startsWith("--")).exists(_.trim.toUpperCase.startsWith("ORDER BY"))
     Run(enabled, seconds, sorts.size, spilled, last, rows.map(rs => if (ordered) rs.map(_.toString) else rs.map(_.toString).sorted))
   }
 
