@@ -774,6 +774,8 @@ func TestOrdinalFitsOnlyPastEveryKey(t *testing.T) {
 		{"one long key, low byte varies", [][]byte{sqlColumns(1), sqlColumns(2), sqlColumns(2)}, true},
 		{"all keys equal", [][]byte{sqlColumns(7), sqlColumns(7)}, true},
 		{"keys of two lengths", [][]byte{sqlColumns(1), {0}, sqlColumns(2)}, false},
+		// Spare bytes, but "\x05" sorts before "\x05\x00": the insertion order must not decide.
+		{"a key and its zero-padded extension", [][]byte{{5, 0}, {5}}, false},
 		{"eight varying bytes", [][]byte{make([]byte, 9), bytes.Repeat([]byte{1}, 9)}, false},
 		{"seven varying bytes, 256 records", repeatKeys(256, make([]byte, 9), append([]byte{0, 0}, bytes.Repeat([]byte{1}, 7)...)), true},
 		{"seven varying bytes, 257 records", repeatKeys(257, make([]byte, 9), append([]byte{0, 0}, bytes.Repeat([]byte{1}, 7)...)), false},
@@ -798,4 +800,27 @@ func repeatKeys(n int, a, b []byte) [][]byte {
 		keys[i] = [][]byte{a, b}[i%2]
 	}
 	return keys
+}
+
+// At its bound (one spare prefix byte, 256 records) the ordinal path still sorts stably: equal
+// keys come out in insertion order, the last record's ordinal being 255.
+func TestOrdinalPathAtItsBound(t *testing.T) {
+	a, b := make([]byte, 9), append([]byte{0, 0}, bytes.Repeat([]byte{1}, 7)...)
+	recs := make([]rec, 256)
+	for i := range recs {
+		recs[i] = rec{key: [][]byte{b, a}[i%2], val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+	}
+	mt := memTable{chunkSize: maxChunk}
+	for _, r := range recs {
+		require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
+	}
+	w := mt.window()
+	require.True(t, mt.ordinalFits(&w), "the case must take the ordinal path")
+	mt.reset()
+
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 64<<20)
+	addAll(t, s, recs, 4096)
+	assertSorted(t, recs, drain(t, s, 4096))
+	require.NoError(t, s.Close())
 }
