@@ -2,6 +2,8 @@ package spillway.bench
 
 import java.nio.file.{Files, Paths}
 
+import scala.util.control.NonFatal
+
 import org.apache.spark.spillway.ListenerBusProbe
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.SparkPlan
@@ -94,8 +96,9 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   private def once(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run =
     try measure(spark, shape, engine, round)
     catch {
-      case e: org.apache.spark.SparkException =>
-        val why = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last.getMessage.linesIterator.take(3).mkString(" ")
+      case NonFatal(e) =>
+        val root = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last
+        val why = Option(root.getMessage).getOrElse(root.toString).linesIterator.take(3).mkString(" ")
         println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s FAILED: $why")
         Run(shape, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, Nil, Some(why))
     }
