@@ -213,7 +213,7 @@ BENCH_SORT_ARGS ?= 4000000 2 32m 5
 #    on and off, and the 22 under Comet alone and Comet with Spillway, alternating runs, per-query
 #    ratios against the noise of the queries whose plans do not change. Arguments: scale-factor
 #    execution-memory-of-the-ORDER-BY rounds.
-# The tables are generated once into build/tpch-sf<scale-factor> (SF1: a few minutes). About 45
+# The tables are generated once into build/tpch-sf<scale-factor> (SF1: about a minute here). About 35
 # minutes on 2 cores; everything printed is also in build/bench/sql.txt.
 BENCH_SHAPES_ARGS ?= 1 256m 3
 BENCH_SQL_ARGS ?= 1 128m 5
