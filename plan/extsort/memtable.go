@@ -194,14 +194,14 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	// Where the prefix has bytes past every key, the insertion order goes there: equal keys
 	// then have distinct prefixes in insertion order, and the radix sort alone makes the sort
 	// stable, with no sort of ties by position after it.
-	var ord, step uint64
+	// The ordinal is len(idx): entries are appended in insertion order.
+	var ordinals uint64 // all ones when the ordinal goes in, else zero
 	if t.ordinalFits(&w) {
-		step = 1
+		ordinals = ^uint64(0)
 	}
 	for ci, c := range t.chunks {
 		for off := 0; off < len(c); off += recordSize(c[off:]) {
-			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])) | ord, pos: uint64(ci)<<32 | uint64(off)})
-			ord += step
+			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])) | uint64(len(idx))&ordinals, pos: uint64(ci)<<32 | uint64(off)})
 		}
 	}
 	t.sortEntries(idx, w.end)
