@@ -191,6 +191,19 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Peek returns the file's next plain bytes in place, up to the end of the current chunk; see
+// chunkfile.Reader.Peek. io.EOF after the last.
+func (r *Reader) Peek() ([]byte, error) {
+	b, err := r.r.Peek()
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("spill: reading %s: %w", r.f.path, err)
+	}
+	return b, err
+}
+
+// Discard passes n of the bytes Peek returned; see chunkfile.Reader.Discard.
+func (r *Reader) Discard(n int) { r.r.Discard(n) }
+
 // Seek sets the logical position of the next Read; see chunkfile.Reader.Seek.
 func (r *Reader) Seek(offset int64, whence int) (int64, error) {
 	n, err := r.r.Seek(offset, whence)

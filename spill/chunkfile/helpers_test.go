@@ -102,16 +102,48 @@ func decodeDirect(file []byte, key *chunkfile.Key) ([]byte, error) {
 	}
 }
 
-// decodeEachWay is decode with read-ahead (way 0), without (1), or decodeDirect (2), so that a
-// loop over inputs checks each way of reading in turn.
+// decodePeek reads a whole file as decode does, but in place: Peek, then Discard of a few bytes
+// of what it returned at a time (as a merge takes records), copying them out.
+func decodePeek(file []byte, key *chunkfile.Key) ([]byte, error) {
+	r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), key, chunkfile.ReaderOptions{Synchronous: true})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rng := rand.New(rand.NewPCG(uint64(len(file)), 3))
+	var out []byte
+	for {
+		in, err := r.Peek()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(in) == 0 {
+			return out, errors.New("Peek returned no bytes and no error")
+		}
+		n := min(len(in), 1+rng.IntN(200))
+		out = append(out, in[:n]...)
+		r.Discard(n)
+	}
+}
+
+// decodeWays is how many ways decodeEachWay reads a file.
+const decodeWays = 4
+
+// decodeEachWay is decode with read-ahead (way 0), without (1), decodeDirect (2) or decodePeek
+// (3), so that a loop over inputs checks each way of reading in turn.
 func decodeEachWay(file []byte, key *chunkfile.Key, way int) ([]byte, error) {
-	switch way % 3 {
+	switch way % decodeWays {
 	case 0:
 		return decode(file, key, chunkfile.ReaderOptions{})
 	case 1:
 		return decode(file, key, chunkfile.ReaderOptions{Synchronous: true})
+	case 2:
+		return decodeDirect(file, key)
 	}
-	return decodeDirect(file, key)
+	return decodePeek(file, key)
 }
 
 // compressibleBytes are text-like: lz4 and zstd shrink them.

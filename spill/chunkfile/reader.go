@@ -164,6 +164,35 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Peek returns the verified bytes of the current chunk not yet read, decoding the next chunk
+// first when none are left, without copying them: a view of the Reader's buffer, valid until the
+// next call of any other method. It returns io.EOF after the last chunk, and the chunk's
+// *FormatError (or I/O error) once it reaches a chunk that does not verify, as Read does. A
+// reader of small records takes them from it in place, and Reads only the few that straddle
+// two chunks.
+func (r *Reader) Peek() ([]byte, error) {
+	for len(r.cur) == 0 {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.eof {
+			return nil, io.EOF
+		}
+		r.next()
+	}
+	return r.cur, nil
+}
+
+// Discard passes the first n bytes that Peek returned, as a Read of them would. It panics if n
+// is more than those.
+func (r *Reader) Discard(n int) {
+	if n < 0 || n > len(r.cur) {
+		panic(fmt.Sprintf("spill chunk file: Discard(%d) with %d bytes peeked", n, len(r.cur)))
+	}
+	r.cur = r.cur[n:]
+	r.pos += int64(n)
+}
+
 // DirectReadSize is the smallest p for which Read decodes a chunk in p itself: a whole chunk's
 // stored bytes with the longest integrity check, and the next chunk's header read with them.
 func (r *Reader) DirectReadSize() int { return r.hdr.chunkSize() + tagSize + chunkHeaderSize }

@@ -58,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 								data = randomBytes(size, uint64(size))
 							}
 							file := encode(t, data, chunkfile.Options{Codec: c.codec, Key: key, ChunkSize: chunk}, small)
-							for way := range 3 {
+							for way := range decodeWays {
 								got, err := decodeEachWay(file, key, way)
 								require.NoError(t, err)
 								require.True(t, bytes.Equal(data, got), "way %d: read back %d bytes, wrote %d", way, len(got), len(data))
