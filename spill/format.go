@@ -103,7 +103,11 @@ func (w *Writer) File() *File { return w.f }
 func (w *Writer) Write(p []byte) (int, error) {
 	before := w.w.LogicalSize()
 	n, err := w.w.Write(p)
-	w.f.m.stats().LogicalBytesWritten.Add(w.w.LogicalSize() - before)
+	// The counter is the process's, shared by every task's writes: touched only when a chunk
+	// was appended, not on each of a sort's small writes (one per record).
+	if appended := w.w.LogicalSize() - before; appended != 0 {
+		w.f.m.stats().LogicalBytesWritten.Add(appended)
+	}
 	if err != nil {
 		return n, fmt.Errorf("spill: writing %s: %w", w.f.path, err)
 	}
