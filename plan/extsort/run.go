@@ -192,23 +192,36 @@ func (r *runReader) memory() int64 {
 
 // read returns the next record, valid until the following call, or nil at the end of the run.
 // Every byte comes from a verified chunk; a run file changed on disk gives an error naming the
-// file and the chunk.
+// file and the chunk. A record inside one chunk is returned where the chunk was decoded, with no
+// copy; only one that straddles two chunks is copied into the record buffer.
 func (r *runReader) read() ([]byte, error) {
 	if r.rd == nil {
 		return nil, nil
 	}
-	n, err := io.ReadFull(r.rd, r.buf[:headerSize])
-	if n == 0 && err == io.EOF {
+	in, err := r.rd.Peek()
+	if err == io.EOF {
 		r.close()
 		return nil, nil
 	}
 	if err != nil {
 		return nil, r.fail(err)
 	}
-	size := headerSize + int64(binary.LittleEndian.Uint32(r.buf)) + int64(binary.LittleEndian.Uint32(r.buf[4:]))
-	if size > r.run.maxRecord {
-		// Verified chunks make this a bug rather than a disk fault; never allocate for it.
-		return nil, fmt.Errorf("extsort: run file %s holds a record of %d bytes, larger than the largest written to it (%d)", r.run.file.Path(), size, r.run.maxRecord)
+	if len(in) >= headerSize {
+		size, err := r.sizeOf(in)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(in)) >= size {
+			r.rd.Discard(int(size))
+			return in[:size:size], nil
+		}
+	}
+	if _, err := io.ReadFull(r.rd, r.buf[:headerSize]); err != nil {
+		return nil, r.fail(err)
+	}
+	size, err := r.sizeOf(r.buf)
+	if err != nil {
+		return nil, err
 	}
 	if int64(cap(r.buf)) < size {
 		grown, err := offheap.Alloc(int(size))
@@ -224,6 +237,17 @@ func (r *runReader) read() ([]byte, error) {
 		return nil, r.fail(err)
 	}
 	return rec, nil
+}
+
+// sizeOf is the size of the record whose header hdr starts with, checked against the largest
+// record written to the run.
+func (r *runReader) sizeOf(hdr []byte) (int64, error) {
+	size := headerSize + int64(binary.LittleEndian.Uint32(hdr)) + int64(binary.LittleEndian.Uint32(hdr[4:]))
+	if size > r.run.maxRecord {
+		// Verified chunks make this a bug rather than a disk fault; never allocate for it.
+		return 0, fmt.Errorf("extsort: run file %s holds a record of %d bytes, larger than the largest written to it (%d)", r.run.file.Path(), size, r.run.maxRecord)
+	}
+	return size, nil
 }
 
 func (r *runReader) fail(err error) error {
