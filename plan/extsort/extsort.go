@@ -43,7 +43,7 @@
 // while it writes).
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
-// copied in, encoded as above, into chunks of up to 1 MiB; a larger record gets its own chunk),
+// copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
 // plus a 16-byte index entry per record (the in-memory sort, a radix sort on the entries'
 // prefixes, needs no scratch memory), plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk

@@ -9,7 +9,7 @@ import (
 
 const (
 	minChunk   = 64
-	maxChunk   = 1 << 20
+	maxChunk   = 4 << 20  // two huge pages (offheap.HugePage)
 	firstChunk = 64 << 10 // the first chunks are smaller: a sort of a few rows allocates little
 )
 
@@ -19,7 +19,9 @@ const (
 const entrySize = int64(unsafe.Sizeof(entry{}))
 
 // chunkSizeFor sizes arena chunks: a sixteenth of the budget, so that a partly filled chunk
-// wastes little of it, and at most 1 MiB, which already makes allocations rare.
+// wastes little of it, and at most 4 MiB: allocations are rare, and the chunks of a sort of 64 MiB
+// or more are two huge pages each (offheap.HugePage), which the records, read in key order,
+// need (a TLB miss a record otherwise).
 func chunkSizeFor(budget int64) int {
 	return int(min(budget, max(minChunk, min(maxChunk, budget/16))))
 }

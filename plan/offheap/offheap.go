@@ -6,6 +6,9 @@
 // the Go heap made the process hold about 650 MiB, and kept it after the sort ended. Memory from
 // Alloc is what it says — its size, rounded up to a page — from the first touch until Free.
 //
+// Buffers of HugePage or more start on a huge-page boundary and are offered transparent huge
+// pages (madvise MADV_HUGEPAGE).
+//
 // Buffers smaller than Threshold come from the Go heap (a mapping per small buffer would cost a
 // system call each and a page at least); a caller holding few of them keeps the Go heap small.
 // The bytes mapped now, process-wide, are Mapped.
@@ -42,12 +45,54 @@ func Alloc(n int) ([]byte, error) {
 		return make([]byte, n), nil
 	}
 	size := Size(n)
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	var p unsafe.Pointer
+	var err error
+	if size >= HugePage {
+		p, err = mapHuge(size)
+	} else {
+		p, err = unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("offheap: mapping %d bytes of memory: %w", size, err)
 	}
 	mapped.Add(int64(size))
 	return unsafe.Slice((*byte)(p), size)[:n], nil
+}
+
+// HugePage is the size of a transparent huge page (with 4 KiB base pages, on amd64 and arm64):
+// buffers of at least this size start on a multiple of it and are offered to the kernel for
+// huge pages.
+const HugePage = 2 << 20
+
+// mapHuge maps size bytes starting on a HugePage boundary and asks the kernel to back them with
+// transparent huge pages (MADV_HUGEPAGE: where THP is set to "madvise", a common default, only
+// such mappings get them). A sort reads its records in key order, scattered over the whole arena:
+// with 4 KiB pages nearly every record is a TLB miss, which in a virtual machine costs a
+// two-level page walk. The advice is best effort (THP may be off); the memory is what it would
+// be anyway: no more than size, from the first touch of each page until Free.
+func mapHuge(size int) (unsafe.Pointer, error) {
+	span := size + HugePage - pageSize // holds a size-byte range starting on a HugePage boundary
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(span), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	head := int(-uintptr(p) & (HugePage - 1))
+	aligned := unsafe.Add(p, head)
+	// Unmapping parts of a fresh private mapping fails only for a bad range: a bug.
+	if head > 0 {
+		mustUnmap(p, head)
+	}
+	if tail := span - head - size; tail > 0 {
+		mustUnmap(unsafe.Add(aligned, size), tail)
+	}
+	_ = unix.Madvise(unsafe.Slice((*byte)(aligned), size), unix.MADV_HUGEPAGE) // EINVAL where the kernel has no THP
+	return aligned, nil
+}
+
+func mustUnmap(p unsafe.Pointer, n int) {
+	if err := unix.MunmapPtr(p, uintptr(n)); err != nil {
+		panic(fmt.Sprintf("offheap: unmapping %d bytes at %p: %v", n, p, err))
+	}
 }
 
 // Free gives back a buffer Alloc returned (any length of it, its capacity intact); nil and Go-heap

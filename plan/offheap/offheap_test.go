@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +94,52 @@ func TestFreeRefusesASubsliceOfAMapping(t *testing.T) {
 	require.NoError(t, err)
 	defer Free(b)
 	assert.Panics(t, func() { Free(b[100:]) })
+}
+
+// Buffers of a huge page or more start on a huge-page boundary, hold exactly their size, and are
+// backed by transparent huge pages where the kernel offers them to mappings that ask
+// (/sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise").
+func TestLargeBuffersAreOfferedHugePages(t *testing.T) {
+	size := 4*HugePage + pageSize
+	before := Mapped()
+	b, err := Alloc(size)
+	require.NoError(t, err)
+	defer Free(b)
+	assert.Zero(t, uintptr(unsafe.Pointer(unsafe.SliceData(b)))%HugePage, "starts on a huge-page boundary")
+	assert.Equal(t, size, cap(b))
+	assert.Equal(t, before+int64(size), Mapped())
+	for i := 0; i < len(b); i += pageSize {
+		require.Zero(t, b[i])
+		b[i] = 1
+	}
+	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(mode), "[never]") {
+		t.Logf("transparent huge pages are off here (%q): only the alignment is checked", strings.TrimSpace(string(mode)))
+		return
+	}
+	huge := mappingHugeBytes(t, uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	assert.GreaterOrEqual(t, huge, int64(HugePage), "THP is %q, yet no huge page backs the buffer", strings.TrimSpace(string(mode)))
+	assert.LessOrEqual(t, huge, int64(size), "a huge page past the buffer's end")
+}
+
+// mappingHugeBytes is the AnonHugePages of the mapping that starts at start, from /proc/self/smaps.
+func mappingHugeBytes(t *testing.T, start uintptr) int64 {
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
+			lo, _, _ := strings.Cut(r, "-")
+			v, err := strconv.ParseUint(lo, 16, 64)
+			in = err == nil && uintptr(v) == start
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "AnonHugePages:"); in && ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no mapping at %#x in /proc/self/smaps", start)
+	return 0
 }
