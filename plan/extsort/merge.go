@@ -276,6 +276,9 @@ func (s *Sorter) advance(src *source) error {
 		s.mem.reset()
 		return nil
 	}
+	if ahead := src.pos + prefetchAhead; ahead < len(src.idx) {
+		s.mem.prefetch(src.idx[ahead])
+	}
 	rec := s.mem.record(src.idx[src.pos])
 	src.pos++
 	src.rec, src.key = rec[:recordSize(rec)], keyOf(rec)

@@ -95,7 +95,10 @@ func (s *Sorter) writeRun(idx []entry) (*run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
 		}
-		for _, e := range idx {
+		for i, e := range idx {
+			if i+prefetchAhead < len(idx) {
+				s.mem.prefetch(idx[i+prefetchAhead])
+			}
 			rec := s.mem.record(e)
 			if err = w.write(rec[:recordSize(rec)]); err != nil {
 				break
