@@ -2,7 +2,10 @@ package extsort
 
 import (
 	"encoding/binary"
+	"errors"
+	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/spillway/spillway/spill"
@@ -13,6 +16,7 @@ const benchBatchBytes = 1 << 20
 type benchCase struct {
 	name   string
 	budget int64
+	tasks  int // sorts run at once (0: one)
 }
 
 // BenchmarkSort sorts 1M records of 16-byte random keys and 16-byte values (40 MB encoded), added
@@ -25,7 +29,7 @@ func BenchmarkSort(b *testing.B) {
 	batches := benchBatches(records, func(dst []byte) []byte {
 		return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16))
 	})
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=8MiB", 8 << 20}, {"manyruns/budget=256KiB", 256 << 10}, {"memory/budget=256MiB", 256 << 20}})
+	benchSorts(b, records, batches, []benchCase{{"spill/budget=8MiB", 8 << 20, 1}, {"manyruns/budget=256KiB", 256 << 10, 1}, {"memory/budget=256MiB", 256 << 20, 1}})
 }
 
 // BenchmarkSortOrderBy sorts 1M records shaped like Spark SQL's
@@ -34,11 +38,13 @@ func BenchmarkSort(b *testing.B) {
 // bit flipped, inverted for DESC: 32 bytes), about 200,000 distinct first columns, so that the
 // prefix after the shared bytes ties often, and 152-byte values like UnsafeRows (190 MB
 // encoded). Its budget makes about 400,000 records a run, as in a Spark task with 64 MiB: two
-// spills and a final merge with the records left in memory.
+// spills and a final merge with the records left in memory. The tasks=2 cases run two such
+// sorts at once, as two tasks of an executor on two cores.
 func BenchmarkSortOrderBy(b *testing.B) {
 	const records = 1 << 20
 	batches := benchBatches(records, orderByRecords(42))
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=80MiB", 80 << 20}, {"memory/budget=512MiB", 512 << 20}})
+	benchSorts(b, records, batches, []benchCase{{"spill/budget=80MiB", 80 << 20, 1}, {"memory/budget=512MiB", 512 << 20, 1},
+		{"spill/budget=80MiB/tasks=2", 80 << 20, 2}, {"memory/budget=512MiB/tasks=2", 512 << 20, 2}})
 }
 
 // BenchmarkSortedIndex sorts the index of one run's worth of records in memory (what a spill
@@ -122,55 +128,79 @@ func benchBatches(records int, appendRecord func(dst []byte) []byte) [][]byte {
 }
 
 // benchSorts sorts the batches' records, read back in batches of benchBatchBytes, once per case.
+// A case with tasks > 1 runs that many sorts at once, each with its own manager over one shared
+// budget, as the tasks of an executor do: what they share (the process's counters, the Go
+// runtime) is then measured too. Its MB/s and records/s count every task's records.
 func benchSorts(b *testing.B, records int, batches [][]byte, cases []benchCase) {
 	var total int64
 	for _, batch := range batches {
 		total += int64(len(batch))
 	}
 	for _, bc := range cases {
+		tasks := max(1, bc.tasks)
 		b.Run(bc.name, func(b *testing.B) {
 			roots, err := spill.NewRoots([]string{b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}
-			dst := make([]byte, benchBatchBytes)
-			var st Stats
-			b.SetBytes(total)
+			shared := &spill.Shared{}
+			dsts := make([][]byte, tasks)
+			for i := range dsts {
+				dsts[i] = make([]byte, benchBatchBytes)
+			}
+			stats := make([]Stats, tasks)
+			errs := make([]error, tasks)
+			b.SetBytes(total * int64(tasks))
 			for b.Loop() {
-				m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30})
-				if err != nil {
-					b.Fatal(err)
+				var wg sync.WaitGroup
+				for i := range tasks {
+					wg.Go(func() {
+						stats[i], errs[i] = sortOnce(roots, shared, bc.budget, batches, dsts[i])
+					})
 				}
-				s, err := New(m, bc.budget)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, batch := range batches {
-					if err := s.Add(batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for {
-					n, err := s.Next(dst)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if n == 0 {
-						break
-					}
-				}
-				st = s.Stats()
-				if err := s.Close(); err != nil {
-					b.Fatal(err)
-				}
-				if err := m.Close(); err != nil {
+				wg.Wait()
+				if err := errors.Join(errs...); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+			st := stats[0]
+			b.ReportMetric(float64(records*tasks)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(st.Runs), "runs")
 			b.ReportMetric(float64(st.MergePasses), "passes")
 			b.ReportMetric(float64(st.SpilledBytes+st.IntermediateBytes)/(1<<20), "written-MB")
 		})
 	}
+}
+
+// sortOnce sorts the batches through a new manager of its own and reads the output to its end.
+func sortOnce(roots *spill.Roots, shared *spill.Shared, budget int64, batches [][]byte, dst []byte) (Stats, error) {
+	m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Shared: shared, SharedLimit: math.MaxInt64})
+	if err != nil {
+		return Stats{}, err
+	}
+	defer m.Close()
+	s, err := New(m, budget)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer s.Close()
+	for _, batch := range batches {
+		if err := s.Add(batch); err != nil {
+			return Stats{}, err
+		}
+	}
+	for {
+		n, err := s.Next(dst)
+		if err != nil {
+			return Stats{}, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	st := s.Stats()
+	if err := s.Close(); err != nil {
+		return Stats{}, err
+	}
+	return st, m.Close()
 }
