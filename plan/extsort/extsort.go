@@ -276,10 +276,17 @@ func (s *Sorter) Spill() (freed int64, err error) {
 // MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
 // reports to Spark's memory manager.
 // AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
-// MemoryUsed: the bytes, one index entry per record, and one arena chunk partly filled. A caller
-// that accounts for the sort's memory elsewhere (Spark's task memory) reserves this first.
+// MemoryUsed: one index entry per record when the batch fits in the room the last arena chunk
+// has left; else also the bytes and one arena chunk partly filled. A caller that accounts for
+// the sort's memory elsewhere (Spark's task memory) reserves this first.
 func (s *Sorter) AddGrowthBound(length, records int) int64 {
-	return int64(length) + entrySize*int64(records) + int64(s.mem.chunkSize)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	entries := entrySize * int64(records)
+	if s.mem.room() >= length {
+		return entries
+	}
+	return int64(length) + entries + int64(offheap.Size(s.mem.chunkSize))
 }
 
 func (s *Sorter) MemoryUsed() int64 {

@@ -71,6 +71,14 @@ func (t *memTable) growth(size int) int64 {
 	return entrySize + int64(offheap.Size(max(t.newChunkSize(), size)))
 }
 
+// room is the bytes the last chunk has left: records of that many bytes in all need no new chunk.
+func (t *memTable) room() int {
+	if last := len(t.chunks) - 1; last >= 0 {
+		return cap(t.chunks[last]) - len(t.chunks[last])
+	}
+	return 0
+}
+
 func (t *memTable) newChunkSize() int { return min(t.chunkSize, max(t.nextChunk, firstChunk)) }
 
 // add copies one encoded record in. It fails only when the OS refuses a new chunk's memory;

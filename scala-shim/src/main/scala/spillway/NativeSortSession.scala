@@ -27,7 +27,8 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  *    bounds it too, and the sort spills at whichever is reached first.
  *  - '''Buffers.''' Records cross JNI in direct buffers from [[DirectBufferPool]], in the batch
  *    format of [[SortBatch]]: batches start at 64 KiB and double up to a quarter of the budget,
- *    within 16 KiB and 1 MiB (the sort may hold one batch beyond what Spark granted); a record
+ *    within 16 KiB and 1 MiB (the sort may hold one batch beyond what Spark granted, and the
+ *    arena chunk it opens, a sixteenth of the budget and at most 4 MiB); a record
  *    larger than that gets a batch of its own size. The input batch goes
  *    back to the pool once every batch was added (the native side copies what it is given);
  *    sorted batches come back into two output buffers used in turn, so that the records of the
