@@ -128,9 +128,10 @@ func benchBatches(records int, appendRecord func(dst []byte) []byte) [][]byte {
 }
 
 // benchSorts sorts the batches' records, read back in batches of benchBatchBytes, once per case.
-// A case with tasks > 1 runs that many sorts at once, each with its own manager over one shared
-// budget, as the tasks of an executor do: what they share (the process's counters, the Go
-// runtime) is then measured too. Its MB/s and records/s count every task's records.
+// A case with tasks > 1 runs that many sorts at once, as the tasks of an executor do, each with
+// its own manager and the whole memory budget, the managers sharing one disk limit and the
+// process's counters (spill.Shared): what they share (those counters, the Go runtime, memory
+// bandwidth) is then measured too. Its MB/s and records/s count every task's records.
 func benchSorts(b *testing.B, records int, batches [][]byte, cases []benchCase) {
 	var total int64
 	for _, batch := range batches {

@@ -644,6 +644,22 @@ func TestAddGrowthBoundBoundsAdd(t *testing.T) {
 	}
 }
 
+// A batch that fits in the last chunk's room grows the sort by its index entries alone, and the
+// bound says so: the JVM does not ask Spark for a chunk the add will not take.
+func TestAddGrowthBoundOfABatchThatFits(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 256<<20)
+	require.NoError(t, s.Add(encode([]rec{{key: []byte("a"), val: []byte("b")}})))
+	batch := encode([]rec{{key: []byte("k1"), val: []byte("v1")}, {key: []byte("k2"), val: []byte("v2")}})
+	bound := s.AddGrowthBound(len(batch), 2)
+	assert.Equal(t, 2*entrySize, bound)
+	before := s.MemoryUsed()
+	require.NoError(t, s.Add(batch))
+	assert.Equal(t, bound, s.MemoryUsed()-before)
+	// One that does not fit may need a new chunk.
+	assert.Equal(t, int64(firstChunk+2)+2*entrySize+int64(s.mem.chunkSize), s.AddGrowthBound(firstChunk+2, 2))
+}
+
 // A small sort under a large budget holds a small first chunk, not the budget's full chunk; the
 // chunks then double up to the full size, and a spill keeps them full-size.
 func TestSmallSortAllocatesLittle(t *testing.T) {
@@ -654,8 +670,9 @@ func TestSmallSortAllocatesLittle(t *testing.T) {
 
 	recs := randomRecords(7, 20000, 16, 200) // about 2.3 MB
 	addAll(t, s, recs, 1<<20)
-	used := s.MemoryUsed()
-	assert.LessOrEqual(t, used, int64(5<<20), "chunks of 64 KiB, 128 KiB ... 2 MiB, not 4 MiB each from the start")
+	for i, c := range s.mem.chunks {
+		assert.Equal(t, min(firstChunk<<i, maxChunk), cap(c), "chunk %d: chunks of 64 KiB, 128 KiB ... 2 MiB, not 4 MiB each from the start", i)
+	}
 	assert.Equal(t, maxChunk, s.mem.newChunkSize(), "doubled up to the full chunk")
 	assertSorted(t, append([]rec{{key: []byte("k"), val: []byte("v")}}, recs...), drain(t, s, 1<<20))
 	require.NoError(t, s.Close())

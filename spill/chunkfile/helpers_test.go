@@ -104,8 +104,8 @@ func decodeDirect(file []byte, key *chunkfile.Key) ([]byte, error) {
 
 // decodePeek reads a whole file as decode does, but in place: Peek, then Discard of a few bytes
 // of what it returned at a time (as a merge takes records), copying them out.
-func decodePeek(file []byte, key *chunkfile.Key) ([]byte, error) {
-	r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), key, chunkfile.ReaderOptions{Synchronous: true})
+func decodePeek(file []byte, key *chunkfile.Key, opts chunkfile.ReaderOptions) ([]byte, error) {
+	r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +130,11 @@ func decodePeek(file []byte, key *chunkfile.Key) ([]byte, error) {
 }
 
 // decodeWays is how many ways decodeEachWay reads a file.
-const decodeWays = 4
+const decodeWays = 5
 
-// decodeEachWay is decode with read-ahead (way 0), without (1), decodeDirect (2) or decodePeek
-// (3), so that a loop over inputs checks each way of reading in turn.
+// decodeEachWay is decode with read-ahead (way 0), without (1), decodeDirect (2), or decodePeek
+// without read-ahead (3) and with it (4), so that a loop over inputs checks each way of reading
+// in turn.
 func decodeEachWay(file []byte, key *chunkfile.Key, way int) ([]byte, error) {
 	switch way % decodeWays {
 	case 0:
@@ -142,8 +143,10 @@ func decodeEachWay(file []byte, key *chunkfile.Key, way int) ([]byte, error) {
 		return decode(file, key, chunkfile.ReaderOptions{Synchronous: true})
 	case 2:
 		return decodeDirect(file, key)
+	case 3:
+		return decodePeek(file, key, chunkfile.ReaderOptions{Synchronous: true})
 	}
-	return decodePeek(file, key)
+	return decodePeek(file, key, chunkfile.ReaderOptions{})
 }
 
 // compressibleBytes are text-like: lz4 and zstd shrink them.

@@ -166,7 +166,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 
 // Peek returns the verified bytes of the current chunk not yet read, decoding the next chunk
 // first when none are left, without copying them: a view of the Reader's buffer, valid until the
-// next call of any other method. It returns io.EOF after the last chunk, and the chunk's
+// next Peek, Read, Seek or Close (Discard leaves it in place). It returns io.EOF after the last chunk, and the chunk's
 // *FormatError (or I/O error) once it reaches a chunk that does not verify, as Read does. A
 // reader of small records takes them from it in place, and Reads only the few that straddle
 // two chunks.

@@ -136,6 +136,21 @@ func TestSeek(t *testing.T) {
 				back, err := r.Seek(-int64(len(want)), io.SeekCurrent)
 				require.NoError(t, err)
 				require.Equal(t, int64(at), back)
+				// Peek after a Seek starts where it points, inside its chunk, and Discard
+				// moves the position as a Read does.
+				in, err := r.Peek()
+				if at >= len(data) {
+					require.Equal(t, io.EOF, err)
+					continue
+				}
+				require.NoError(t, err)
+				require.Equal(t, data[at:min(len(data), (at/chunk+1)*chunk)], in, "%s: Peek at %d", c.name, at)
+				r.Discard(len(in))
+				pos, err = r.Seek(0, io.SeekCurrent)
+				require.NoError(t, err)
+				require.Equal(t, int64(at+len(in)), pos)
+				_, err = r.Seek(int64(at), io.SeekStart)
+				require.NoError(t, err)
 			}
 			_, err = r.Seek(-1, io.SeekStart)
 			require.Error(t, err)
