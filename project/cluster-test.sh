@@ -220,9 +220,19 @@ done
 
 # ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
 # Plan dirs are directories (the workers' copies of spillway-demo_*.jar are not); owner locks, files.
-# -ignore_readdir_race: the executors may still be deleting their blockmgr dirs (the SQL sort's
-# shuffle makes many); a dir that vanishes under find is not an error.
-left="$(find "$cluster" -ignore_readdir_race \( -type d -name 'spillway-*' -o -name '.spillway-*' \) -print)"
+# The executors may still be deleting their blockmgr dirs (the SQL sort's shuffle makes many):
+# -ignore_readdir_race covers an entry that vanishes before find examines it, not a dir that
+# vanishes between its listing and its opening (seen in CI), so a scan that failed only on
+# vanished paths is run again.
+scan_left() { find "$cluster" -ignore_readdir_race \( -type d -name 'spillway-*' -o -name '.spillway-*' \) -print; }
+for attempt in 1 2 3 4 5; do
+  if left="$(scan_left 2>"$cluster/find.err")"; then break; fi
+  if grep -qv 'No such file or directory' "$cluster/find.err" || ((attempt == 5)); then
+    cat "$cluster/find.err" >&2
+    die "could not scan $cluster for what Spillway left behind"
+  fi
+  sleep 1
+done
 if [[ -n "$left" ]]; then
   log "left behind:"; echo "$left"; failed=1
 else
