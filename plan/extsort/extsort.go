@@ -40,7 +40,10 @@
 // soon as they are freed: when a run is written, when the in-memory records are all returned,
 // and at Close, whatever state the sort is in. So what the sort frees goes back to the OS at once,
 // and the Go heap holds bookkeeping only (the runs, the merge heap, a run writer's chunk buffers
-// while it writes).
+// while it writes). One exception: when Add spills because the budget is reached, the run's
+// arena chunks are kept, emptied, and the next records fill them (as many as leave the next run
+// room under the budget, and counted in MemoryUsed); they are freed by Spill, when the merge
+// starts, and at Close. Mapping them again would have the kernel clear every page.
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
@@ -242,7 +245,7 @@ func (s *Sorter) Add(batch []byte) error {
 		rec := batch[off : off+recordSize(batch[off:])]
 		s.maxRecord = max(s.maxRecord, int64(len(rec)))
 		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget-s.mergeReserve() {
-			if _, err := s.spill(); err != nil {
+			if _, err := s.spill(true); err != nil {
 				s.err = err
 				return err
 			}
@@ -270,7 +273,10 @@ func (s *Sorter) Spill() (freed int64, err error) {
 	if s.merging {
 		return s.spillTail()
 	}
-	return s.spill()
+	before := s.mem.memory()
+	s.mem.freeSpare(0) // chunks kept by Add's own spills
+	_, err = s.spill(false)
+	return before - s.mem.memory(), err
 }
 
 // MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
@@ -283,7 +289,7 @@ func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	entries := entrySize * int64(records)
-	if s.mem.room() >= length {
+	if s.mem.room() >= length || s.mem.spareFits(length) {
 		return entries
 	}
 	return int64(length) + entries + int64(offheap.Size(s.mem.chunkSize))

@@ -79,3 +79,50 @@ func TestLargeMemoryIsOffTheGoHeapAndGivenBack(t *testing.T) {
 		})
 	}
 }
+
+// A sort that spills at its own budget refills the chunks of the run it wrote, emptied, rather
+// than unmapping them and mapping new ones (which the kernel clears page by page): across its
+// spills no more memory is mapped than after the first, MemoryUsed still counts every chunk, and
+// the chunks not refilled go when the merge starts, and at Spill.
+func TestSpillsAtTheBudgetRefillTheSameChunks(t *testing.T) {
+	const budget = 32 << 20
+	for _, spillAtEnd := range []bool{false, true} {
+		m, _ := newManager(t, 1<<40, nil)
+		mappedBefore := offheap.Mapped()
+		s, err := New(m, budget)
+		require.NoError(t, err)
+		value := make([]byte, 100)
+		var batch []byte
+		var mappedAfterFirstRun int64
+		const records = 1_000_000
+		for i := range records {
+			batch = AppendRecord(batch, sqlLongKey(nil, uint64(i*7919%records), false), value)
+			if len(batch) > 1<<20 || i == records-1 {
+				require.NoError(t, s.Add(batch))
+				batch = batch[:0]
+				checkMemory(t, s, mappedBefore, "adding")
+				if st := s.Stats(); st.Runs == 1 && mappedAfterFirstRun == 0 {
+					mappedAfterFirstRun = offheap.Mapped() - mappedBefore
+				} else if st.Runs > 1 {
+					assert.LessOrEqual(t, offheap.Mapped()-mappedBefore, mappedAfterFirstRun, "run %d mapped new chunks", st.Runs)
+				}
+			}
+		}
+		require.GreaterOrEqual(t, s.Stats().Runs, int64(3))
+		assert.Greater(t, mappedAfterFirstRun, int64(budget/2), "the first run's chunks were kept for the next records")
+		if spillAtEnd {
+			_, err := s.Spill()
+			require.NoError(t, err)
+			assert.Zero(t, s.MemoryUsed(), "Spark's spill frees every chunk, spares too")
+			assert.Equal(t, mappedBefore, offheap.Mapped())
+		}
+		dst := make([]byte, 1<<20)
+		n, err := s.Next(dst)
+		require.NoError(t, err)
+		require.Positive(t, n)
+		assert.Empty(t, s.mem.spare, "the merge frees the chunks not refilled")
+		checkMemory(t, s, mappedBefore, "merging")
+		require.NoError(t, s.Close())
+		assert.Equal(t, mappedBefore, offheap.Mapped(), "every mapped byte given back")
+	}
+}

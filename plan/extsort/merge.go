@@ -91,9 +91,10 @@ func (s *Sorter) finalFits(tailMem int64) bool {
 // records if they stayed, for the final merge.
 func (s *Sorter) startMerge() error {
 	s.merging = true
+	s.mem.freeSpare(0) // what the records did not refill is the merge's now
 	if len(s.runs) > 0 {
 		if !s.finalFits(s.mem.memory()) {
-			if _, err := s.spill(); err != nil {
+			if _, err := s.spill(false); err != nil {
 				return err
 			}
 		}

@@ -54,8 +54,10 @@ func (r *run) size() int64 {
 	return r.file.Size()
 }
 
-// spill writes the in-memory records as one sorted run and frees them.
-func (s *Sorter) spill() (int64, error) {
+// spill writes the in-memory records as one sorted run and returns the memory freed. With keep,
+// their chunks stay as spares for the records that come next (memTable.reuse), as many as leave
+// the next run room for as many records as this one under the budget; else every byte goes.
+func (s *Sorter) spill(keep bool) (int64, error) {
 	if s.mem.n == 0 {
 		return 0, nil
 	}
@@ -67,19 +69,27 @@ func (s *Sorter) spill() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	freed := s.mem.memory()
+	held := s.mem.memory()
+	entries := int64(s.mem.n) * entrySize
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
-	s.mem.reset()
-	s.countRun(r, freed)
-	return freed, nil
+	if keep {
+		s.mem.reuse()
+		s.mem.freeSpare(s.budget - s.mergeReserve() - entries)
+	} else {
+		s.mem.reset()
+	}
+	s.countRun(r, held)
+	return held - s.mem.memory(), nil
 }
 
-func (s *Sorter) countRun(r *run, freed int64) {
+// countRun counts a run spilled from held bytes of memory (Spark's memoryBytesSpilled: the
+// memory the records took, whether or not their chunks were kept for the next ones).
+func (s *Sorter) countRun(r *run, held int64) {
 	s.stats.Runs++
 	s.stats.SpilledBytes += r.size()
 	s.stats.SpilledLogicalBytes += r.logical
-	s.stats.SpilledMemory += freed
+	s.stats.SpilledMemory += held
 }
 
 // writeRun writes the in-memory records of idx, in order, as a new run. When a disk fills up
