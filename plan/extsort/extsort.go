@@ -40,10 +40,12 @@
 // soon as they are freed: when a run is written, when the in-memory records are all returned,
 // and at Close, whatever state the sort is in. So what the sort frees goes back to the OS at once,
 // and the Go heap holds bookkeeping only (the runs, the merge heap, a run writer's chunk buffers
-// while it writes). One exception: when Add spills because the budget is reached, the run's
-// arena chunks are kept, emptied, and the next records fill them (as many as leave the next run
-// room under the budget, and counted in MemoryUsed); they are freed by Spill, when the merge
-// starts, and at Close. Mapping them again would have the kernel clear every page.
+// while it writes). One exception: when Add spills because the budget is reached, or the caller
+// spills with SpillToRefill (Spark spilling the sort to grant the sort's own next batch), the
+// run's arena chunks are kept, emptied, and the next records fill them (as many as leave the
+// next run room under the budget, and counted in MemoryUsed); they are freed by Spill, by a
+// SpillToRefill with no records in memory, when the merge starts, and at Close. Mapping them
+// again would have the kernel clear every page.
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
@@ -264,7 +266,16 @@ func (s *Sorter) Add(batch []byte) error {
 // the bytes of memory freed: 0 if nothing was held, or if spilling would free nothing. During
 // Next it spills the records not yet returned. If the run cannot be written, its file is
 // released, the records stay in memory and the error is returned; the sort remains usable.
-func (s *Sorter) Spill() (freed int64, err error) {
+func (s *Sorter) Spill() (freed int64, err error) { return s.spillMemory(false) }
+
+// SpillToRefill is Spill for a caller that adds more records at once: Spark spilling the sort to
+// grant the sort's own next batch. The run's arena chunks are kept, emptied, for the next records
+// to fill, as when Add spills at the budget, and stay counted in MemoryUsed, so it frees only the
+// index (and the chunks past what the next run needs). With no records in memory it is Spill:
+// the caller needs memory the sort holds, and only the spares are left to free.
+func (s *Sorter) SpillToRefill() (freed int64, err error) { return s.spillMemory(true) }
+
+func (s *Sorter) spillMemory(refill bool) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(); err != nil {
@@ -274,8 +285,10 @@ func (s *Sorter) Spill() (freed int64, err error) {
 		return s.spillTail()
 	}
 	before := s.mem.memory()
-	s.mem.freeSpare(0) // chunks kept by Add's own spills
-	_, err = s.spill(false)
+	if !refill || s.mem.n == 0 {
+		s.mem.freeSpare(0) // chunks kept by earlier spills
+	}
+	_, err := s.spill(refill)
 	return before - s.mem.memory(), err
 }
 

@@ -126,3 +126,64 @@ func TestSpillsAtTheBudgetRefillTheSameChunks(t *testing.T) {
 		assert.Equal(t, mappedBefore, offheap.Mapped(), "every mapped byte given back")
 	}
 }
+
+// Spark spilling the sort for the sort's own next batch (SpillToRefill) keeps the run's chunks,
+// emptied and counted, for the next records: they go in without a new mapping. Asked again with
+// nothing in memory, it frees the chunks, as Spill does: the caller needs that memory.
+func TestSpillToRefillKeepsTheArenaForTheNextRecords(t *testing.T) {
+	const budget = 512 << 20 // far above what is added: only the caller's spills write runs
+	m, _ := newManager(t, 1<<40, nil)
+	mappedBefore := offheap.Mapped()
+	s, err := New(m, budget)
+	require.NoError(t, err)
+	value := make([]byte, 100)
+	var batch []byte
+	key := 0
+	addMiB := func(mib int) {
+		for range mib {
+			batch = batch[:0]
+			for len(batch) < 1<<20 {
+				batch = AppendRecord(batch, sqlLongKey(nil, uint64(key*7919%1_000_003), false), value)
+				key++
+			}
+			require.NoError(t, s.Add(batch))
+		}
+	}
+	addMiB(16)
+	arena := s.mem.arena
+	mapped := offheap.Mapped() - mappedBefore
+	freed, err := s.SpillToRefill()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s.Stats().Runs)
+	assert.Equal(t, arena, s.MemoryUsed(), "the arena is kept and counted")
+	assert.Equal(t, int64(s.Stats().Records)*entrySize, freed, "only the index is freed")
+	addMiB(12)
+	assert.LessOrEqual(t, offheap.Mapped()-mappedBefore, mapped, "the next records filled the kept chunks")
+	checkMemory(t, s, mappedBefore, "refilling")
+
+	_, err = s.SpillToRefill()
+	require.NoError(t, err)
+	freed, err = s.SpillToRefill() // nothing in memory: the spares go
+	require.NoError(t, err)
+	assert.Equal(t, arena, freed)
+	assert.Zero(t, s.MemoryUsed())
+	assert.Equal(t, mappedBefore, offheap.Mapped())
+	assert.Equal(t, int64(2), s.Stats().Runs)
+
+	addMiB(1)
+	dst := make([]byte, 1<<20)
+	total := 0
+	for {
+		n, err := s.Next(dst)
+		require.NoError(t, err)
+		if n == 0 {
+			break
+		}
+		for off := 0; off < n; off += recordSize(dst[off:]) {
+			total++
+		}
+	}
+	assert.Equal(t, int(s.Stats().Records), total, "every record comes back")
+	require.NoError(t, s.Close())
+	assert.Equal(t, mappedBefore, offheap.Mapped(), "every mapped byte given back")
+}
