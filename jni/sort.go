@@ -31,9 +31,9 @@ func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.j
 }
 
 //export Java_spillway_NativeSpill_sortSpill
-func Java_spillway_NativeSpill_sortSpill(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong) C.jlong {
+func Java_spillway_NativeSpill_sortSpill(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, refill C.jboolean) C.jlong {
 	defer recoverPanic(env)
-	freed, err := registry.SortSpill(uint64(sortHandle))
+	freed, err := registry.SortSpill(uint64(sortHandle), refill != C.JNI_FALSE)
 	if err != nil {
 		throw(env, err)
 		return 0

@@ -48,11 +48,15 @@ func (r *Registry) SortAdd(sh uint64, batch []byte) error {
 }
 
 // SortSpill writes the records the sort holds in memory as a sorted run and returns the bytes of
-// memory freed; see extsort.Sorter.Spill.
-func (r *Registry) SortSpill(sh uint64) (int64, error) {
+// memory freed; see extsort.Sorter.Spill. With refill, the sort keeps its arena for the records
+// that come next; see extsort.Sorter.SpillToRefill.
+func (r *Registry) SortSpill(sh uint64, refill bool) (int64, error) {
 	s, err := r.sorter(sh)
 	if err != nil {
 		return 0, err
+	}
+	if refill {
+		return s.SpillToRefill()
 	}
 	return s.Spill()
 }

@@ -328,9 +328,13 @@ public final class NativeSpill {
   /**
    * Spills the records held in memory as one sorted run (Spark asked for memory back).
    *
+   * @param refill the caller adds more records at once (Spark spills the sort to grant the
+   *     sort's own next batch): the sort keeps its record arena, emptied and counted in {@link
+   *     #sortMemoryUsed}, for them to fill, and frees only its index; with no records in memory it
+   *     frees the arena too. Otherwise every byte the records took is freed.
    * @return bytes of memory freed, 0 if there was nothing worth spilling
    */
-  public static native long sortSpill(long sort) throws IOException;
+  public static native long sortSpill(long sort, boolean refill) throws IOException;
 
   /** Bytes of memory the sort holds now. */
   public static native long sortMemoryUsed(long sort);

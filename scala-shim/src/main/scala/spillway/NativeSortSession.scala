@@ -162,11 +162,14 @@ private[spillway] final class NativeSortSession private (
 
   /**
    * Spark asks for memory back (for another consumer, or for ourselves when Spark is short): write
-   * what the sort holds as a run and give the memory freed back to Spark.
+   * what the sort holds as a run and give the memory freed back to Spark. When the memory is for
+   * ourselves (the next batch, a buffer), the sort keeps its record arena, emptied, for the
+   * records that come next: mapping it again would have the kernel clear every page. If that
+   * still leaves the session short, it spills again and gives everything back.
    *
    * @return bytes given back to Spark
    */
-  override def spill(size: Long, trigger: MemoryConsumer): Long = spillAndRelease()
+  override def spill(size: Long, trigger: MemoryConsumer): Long = spillAndRelease(refill = trigger eq this)
 
   /**
    * Releases the native sort (its run files and memory), gives all its memory back to Spark and
@@ -237,7 +240,7 @@ private[spillway] final class NativeSortSession private (
   private def send(): Unit = if (records > 0) {
     val t0 = System.nanoTime()
     try {
-      reserve(ifOpen(0L)(() => NativeSpill.sortAddGrowthBound(handle, batchUsed, records)))
+      reserve()
       call(() => NativeSpill.sortAdd(handle, batch, 0, batchUsed))
       settle()
     } finally sortNanos += System.nanoTime() - t0
@@ -300,13 +303,16 @@ private[spillway] final class NativeSortSession private (
       outAddresses(i) = 0L
     }
 
-  /** Makes sure Spark granted what the sort will hold after growing by `growth` bytes. */
-  private def reserve(growth: Long): Unit = {
-    if (!grantAtLeast(target(growth))) {
-      // Spark is short: hand back what the sort holds, then take what the batch needs. That may
-      // still fall short; the sort then holds at most this batch more than granted, and settle()
-      // tries again.
-      spillAndRelease()
+  /** Makes sure Spark granted what the sort will hold once the input batch is added. */
+  private def reserve(): Unit = {
+    def growth = ifOpen(0L)(() => NativeSpill.sortAddGrowthBound(handle, batchUsed, records))
+    // Spark, short, may have spilled the sort to grant it, keeping the arena for this batch,
+    // which then needs less: the bound is read again.
+    if (!grantAtLeast(target(growth)) && !grantAtLeast(target(growth))) {
+      // Still short: hand back everything the sort holds, then take what the batch needs. That
+      // may still fall short; the sort then holds at most this batch more than granted, and
+      // settle() tries again.
+      spillAndRelease(refill = false)
       grantAtLeast(target(growth))
     }
   }
@@ -333,11 +339,11 @@ private[spillway] final class NativeSortSession private (
       else if (held > granted) acquireMemory(held - granted)
       memoryHeld > getUsed
     }
-    if (short) spillAndRelease()
+    if (short) spillAndRelease(refill = false)
   }
 
-  private def spillAndRelease(): Long = {
-    ifOpen(0L)(() => NativeSpill.sortSpill(handle))
+  private def spillAndRelease(refill: Boolean): Long = {
+    ifOpen(0L)(() => NativeSpill.sortSpill(handle, refill))
     reportSpills(stats)
     taskMemory.synchronized {
       val excess = getUsed - memoryHeld

@@ -145,6 +145,29 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     } finally NativeSpill.releaseSort(sort)
   }
 
+  test("sortSpill with refill keeps the arena for the next records; with nothing in memory it frees it") {
+    val sort = NativeSpill.createSort(plan, 64L << 20)
+    try {
+      def add(from: Int, n: Int): Unit = {
+        val encoded = batch(Seq.tabulate(n)(i => b(f"key${(from + i) * 7919 % 100003}%08d") -> Array.fill[Byte](100)(1)): _*)
+        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+      }
+      add(0, 20000)
+      val arena = NativeSpill.sortMemoryUsed(sort) - 20000L * 16
+      assert(NativeSpill.sortSpill(sort, true) == 20000L * 16, "only the index is freed")
+      assert(NativeSpill.sortMemoryUsed(sort) == arena, "the arena is kept, counted")
+      val next = batch(Seq.tabulate(10000)(i => b(f"key$i%08d") -> Array.fill[Byte](100)(1)): _*)
+      assert(NativeSpill.sortAddGrowthBound(sort, next.length, 10000) == 10000L * 16, "the next batch needs only its index")
+      add(20000, 10000)
+      assert(NativeSpill.sortMemoryUsed(sort) == arena + 10000L * 16)
+      NativeSpill.sortSpill(sort, true)
+      assert(NativeSpill.sortSpill(sort, true) == arena, "nothing in memory: the arena goes")
+      assert(NativeSpill.sortMemoryUsed(sort) == 0)
+      val out = readAll(sort).map(_._1.map(_.toChar).mkString)
+      assert(out.size == 30000 && out == out.sorted)
+    } finally NativeSpill.releaseSort(sort)
+  }
+
   test("adding after the first sortNext is an IllegalStateException; a released sort refuses every call") {
     val sort = NativeSpill.createSort(plan, 1 << 20)
     val encoded = batch(b("k") -> b("v"))
@@ -154,7 +177,8 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     NativeSpill.releaseSort(sort)
     intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length))
     intercept[IllegalStateException](NativeSpill.sortNext(sort, ByteBuffer.allocateDirect(64), 0, 64))
-    intercept[IllegalStateException](NativeSpill.sortSpill(sort))
+    intercept[IllegalStateException](NativeSpill.sortSpill(sort, false))
+    intercept[IllegalStateException](NativeSpill.sortSpill(sort, true))
     intercept[IllegalStateException](NativeSpill.releaseSort(sort))
     intercept[IllegalArgumentException](NativeSpill.createSort(plan, 0))
   }

@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 /** What a task saw of a native sort fed `batches` MiB of records. */
 final case class GrantObservation(budget: Long, peakGranted: Long, runs: Long, records: Long, sortedOut: Long, outOfOrder: Long,
-    heldAfter: Long)
+    heldAfter: Long, lowestGrantAfterFirstRun: Long)
 
 /**
  * A native sort's memory follows Spark's grant: with no cap (`unlimited`, the default in both
@@ -39,6 +39,9 @@ class SortGrantSuite extends AnyFunSuite with LocalSpark {
     val o = sortInTask(batches = 96, leaveForSort = Some(24L << 20))
     // One batch (1 MiB and its index) may be held beyond the grant before the sort spills.
     assert(o.runs >= 4 && o.peakGranted <= (24L << 20), s"spilled at Spark's 24 MiB: $o")
+    // Spark spilled the sort for the sort's own next batch: it kept its arena (about 20 MiB) to
+    // refill rather than give it back and map it again.
+    assert(o.lowestGrantAfterFirstRun >= (16L << 20), s"the arena was kept across the runs: $o")
     assert(o.sortedOut == o.records && o.outOfOrder == 0 && o.heldAfter == 0, o)
     assert(TestFiles.spillDirsUnder(roots).isEmpty && TaskSpill.activePlans == 0)
   }
@@ -98,12 +101,16 @@ object SortGrantSuite {
       val recordBytes = SortBatch.HeaderBytes + KeyBytes + ValueBytes
       val perBatch = BatchBytes / recordBytes
       var peakGranted = 0L
+      var spilled = false
+      var lowestAfterRun = Long.MaxValue
       for (_ <- 0 until batches) {
         for (_ <- 0 until perBatch) {
           random.nextBytes(key)
           SortBatch.put(session.recordAt(recordBytes), key, value)
           peakGranted = math.max(peakGranted, session.getUsed)
+          if (spilled) lowestAfterRun = math.min(lowestAfterRun, session.getUsed)
         }
+        spilled = spilled || session.stats.runs > 0
       }
       session.endInput()
       peakGranted = math.max(peakGranted, session.getUsed)
@@ -122,7 +129,7 @@ object SortGrantSuite {
       val stats = session.stats
       session.close()
       GrantObservation(session.memoryBudget, peakGranted, stats.runs, stats.records, sortedOut, outOfOrder,
-        MemoryHog.taskExecutionMemory(task) - hog.fold(0L)(_.getUsed))
+        MemoryHog.taskExecutionMemory(task) - hog.fold(0L)(_.getUsed), lowestAfterRun)
     } finally hog.foreach(MemoryHog.release)
   }
 }
