@@ -17,8 +17,9 @@ import spillway.sql.SpillwaySortRule
  * The SQL sort per row shape, four ways on the same TPC-H data and the same off-heap memory:
  * Spark's `SortExec`, Spillway's native sort, Apache DataFusion Comet 1.2.0's `CometSort` (Comet
  * alone), and Comet with Spillway (Spillway takes the sorts Comet leaves to Spark). Not a test: it
- * prints the sorting stage's wall time, its task CPU and the process's CPU over it, and the bytes
- * the sorts spilled, medians with their range, and the ratios.
+ * prints the sorting stage's wall time, its task CPU and the process's CPU over it, what the sorts
+ * spilled (the memory the spilled records took, or Comet's bytes) and the bytes their spill files
+ * took on disk, medians with their range, and the ratios.
  *
  * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [all]]]"`,
  * default "1 256m 3": local[2], `spark.memory.offHeap.size=offHeap` in every session (Spark's sort
@@ -59,7 +60,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
 
   /** One run; `failed` holds why the query failed (its stage times and spills are then not counted). */
   final case class Run(shape: Shape, engine: Engine, round: Int, seconds: Double, stage: StageTime, spilledBytes: Long,
-      rows: Long, sorts: Seq[String], failed: Option[String] = None)
+      onDiskBytes: Long, rows: Long, sorts: Seq[String], failed: Option[String] = None)
 
   def main(args: Array[String]): Unit = {
     val scaleFactor = args.lift(0).map(_.toDouble).getOrElse(1.0)
@@ -100,7 +101,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
         val root = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last
         val why = Option(root.getMessage).getOrElse(root.toString).linesIterator.take(3).mkString(" ")
         println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s FAILED: $why")
-        Run(shape, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, Nil, Some(why))
+        Run(shape, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, 0, Nil, Some(why))
     }
 
   private def measure(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run = {
@@ -117,17 +118,23 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     val sortNodes = collectWithSubqueries(plan) { case p if p.nodeName.contains("Sort") => p }
     val sorts = sortNodes.map(_.getClass.getSimpleName)
     check(shape, engine, sorts, plan)
-    // Each engine's spill metric: SortExec's (and Spillway's) "spillSize", Comet's "spilled_bytes".
-    val spilled = sortNodes.flatMap(_.metrics.collect { case (k, m) if k == "spillSize" || k == "spilled_bytes" => m.value }).sum
+    // What the sorts spilled, as each engine's own metric says: SortExec's (and Spillway's)
+    // "spillSize" is the memory the spilled records took (Spark's memoryBytesSpilled), Comet's
+    // "spilled_bytes" the bytes its spill files take on disk. So the bytes on disk are compared
+    // apart, as the stage's diskBytesSpilled: every engine counts its spill files there (Comet
+    // adds its spilled_bytes to it).
+    def metric(name: String) = sortNodes.flatMap(_.metrics.collect { case (k, m) if k == name => m.value }).sum
+    val spilled = metric("spillSize") + metric("spilled_bytes")
     ListenerBusProbe.drain(spark.sparkContext)
     val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of ${shape.name} completed"))
+    val onDisk = last.diskBytesSpilled
     println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s $seconds%6.2f s; " +
       f"sorting stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s, ${last.processCpuSeconds}%.2f process CPU-s; " +
-      f"spilled ${spilled / 1e6}%.0f MB; $rows rows; ${sorts.mkString(",")}")
+      f"spilled ${spilled / 1e6}%.0f MB, ${onDisk / 1e6}%.0f MB on disk; $rows rows; ${sorts.mkString(",")}")
     if (round == 0 && engine.comet) { // what Comet's sort reports, to keep the metric above honest
       sortNodes.filter(_.nodeName.startsWith("Comet")).headOption.foreach(n => println(s"    ${n.nodeName} metrics: ${n.metrics.keys.toSeq.sorted.mkString(", ")}"))
     }
-    Run(shape, engine, round, seconds, last, spilled, rows, sorts)
+    Run(shape, engine, round, seconds, last, spilled, onDisk, rows, sorts)
   }
 
   /** The plan each engine must have run: else the numbers are another engine's. */
@@ -156,16 +163,16 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       val cometWall = median(of(CometAlone).map(_.stage.seconds))
       val rows = mine.map(_.rows).distinct
       println(s"\n${shape.name}: ${shape.about}\n  ${shape.sql}${if (rows.size > 1) s"\n  WARNING: the engines read different row counts: $rows" else s" (${rows.headOption.getOrElse(0L)} rows)"}")
-      println("| engine | sort | stage wall (s) | task CPU (s) | process CPU (s) | spilled (MB) | Spark / it, wall | Spark / it, process CPU | Comet / it, wall |")
-      println("|---|---|---|---|---|---|---|---|---|")
+      println("| engine | sort | stage wall (s) | task CPU (s) | process CPU (s) | spilled (MB) | on disk (MB) | Spark / it, wall | Spark / it, process CPU | Comet / it, wall |")
+      println("|---|---|---|---|---|---|---|---|---|---|")
       for (e <- Engines; failed = all.filter(r => r.engine == e && r.failed.nonEmpty) if failed.nonEmpty) {
-        println(s"| ${e.name} | failed in ${failed.size} of ${all.count(_.engine == e)} runs: ${failed.head.failed.get} | | | | | | | |")
+        println(s"| ${e.name} | failed in ${failed.size} of ${all.count(_.engine == e)} runs: ${failed.head.failed.get} | | | | | | | | |")
       }
       for (e <- Engines; rs = of(e) if rs.nonEmpty) {
         val wall = median(rs.map(_.stage.seconds))
         val cpu = median(rs.map(_.stage.processCpuSeconds))
         println(s"| ${e.name} | ${rs.head.sorts.distinct.map(_.stripSuffix("Exec")).mkString(", ")} | ${spread(rs.map(_.stage.seconds))} | " +
-          s"${spread(rs.map(_.stage.cpuSeconds))} | ${spread(rs.map(_.stage.processCpuSeconds))} | ${spread(rs.map(_.spilledBytes / 1e6), 0)} | " +
+          s"${spread(rs.map(_.stage.cpuSeconds))} | ${spread(rs.map(_.stage.processCpuSeconds))} | ${spread(rs.map(_.spilledBytes / 1e6), 0)} | ${spread(rs.map(_.onDiskBytes / 1e6), 0)} | " +
           f"${sparkWall / wall}%.2f | ${sparkCpu / cpu}%.2f | ${cometWall / wall}%.2f |")
       }
     }
