@@ -1,6 +1,7 @@
 package spill
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -76,15 +77,26 @@ func (m *Manager) CreateFramedFile() (*Writer, error) {
 // chunkfile.MinChunkSize to chunkfile.MaxChunkSize, or 0 for the default): smaller chunks let a
 // reader of many files at once, a merge, hold less memory per file.
 func (m *Manager) CreateFramedFileWithChunkSize(chunkSize int) (*Writer, error) {
+	return m.CreateFramedFileOfRecords(chunkSize, 0)
+}
+
+// CreateFramedFileOfRecords is CreateFramedFileWithChunkSize for bytes that are records of
+// recordSize bytes each (2 to the chunk size; 0 when they are not): the file is shuffled
+// (chunkfile.Options.Shuffle), which stores the records' like bytes side by side and so
+// compresses them far better. Its Writer and Readers hold one chunk more.
+func (m *Manager) CreateFramedFileOfRecords(chunkSize, recordSize int) (*Writer, error) {
 	// Check the options before creating anything, so a bad size leaves no file behind.
 	if chunkSize != 0 && (chunkSize < chunkfile.MinChunkSize || chunkSize > chunkfile.MaxChunkSize || chunkSize&(chunkSize-1) != 0) {
 		return nil, &ConfigError{Reason: fmt.Sprintf("a chunk size of %d bytes; give a power of two from %d to %d, or 0 for %d", chunkSize, chunkfile.MinChunkSize, chunkfile.MaxChunkSize, chunkfile.DefaultChunkSize)}
+	}
+	if size := cmp.Or(chunkSize, chunkfile.DefaultChunkSize); recordSize < 0 || recordSize == 1 || recordSize > size {
+		return nil, &ConfigError{Reason: fmt.Sprintf("records of %d bytes to shuffle; give 2 to the chunk size (%d), or 0 for bytes that are not records of one size", recordSize, size)}
 	}
 	f, err := m.CreateFile()
 	if err != nil {
 		return nil, err
 	}
-	w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: chunkSize})
+	w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: chunkSize, Shuffle: recordSize})
 	if err != nil {
 		_ = f.Release()
 		return nil, err

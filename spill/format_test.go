@@ -211,6 +211,11 @@ func TestFramedFileLifecycle(t *testing.T) {
 	var cfgErr *spill.ConfigError
 	require.ErrorAs(t, err, &cfgErr)
 	assert.True(t, strings.Contains(err.Error(), "power of two"), err.Error())
+	for _, size := range []int{-1, 1, 4097} {
+		_, err = m.CreateFramedFileOfRecords(4096, size)
+		require.ErrorAs(t, err, &cfgErr)
+		assert.Contains(t, err.Error(), fmt.Sprintf("records of %d bytes to shuffle; give 2 to the chunk size (4096)", size))
+	}
 }
 
 func TestProcessKeyIsMadeOncePerSize(t *testing.T) {

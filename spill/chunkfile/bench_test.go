@@ -15,7 +15,8 @@ import (
 
 // The benchmarks write and read benchFileSize bytes per op in 1 MiB writes, to files in one temp
 // dir: raw (*os.File, the baseline), and through the chunk format for each codec, plain and
-// sealed (AES-256). "disk-B/B" is bytes on disk per logical byte. Compare with benchstat:
+// sealed (AES-256), and lz4 shuffled by 41-byte records. "disk-B/B" is bytes on disk per logical
+// byte. Compare with benchstat:
 //
 //	go test -run '^$' -bench . -benchtime 4x -count 3 ./spill/chunkfile | tee new.txt
 const (
@@ -31,6 +32,8 @@ type benchData struct {
 var benchDatas = []benchData{
 	{"random", func() []byte { return randomBytes(benchFileSize, 77) }},
 	{"lineitem", func() []byte { return lineitemRun(benchFileSize) }},
+	// A SQL sort's run of narrow rows: 41-byte records, the shape the shuffle is for.
+	{"records41", func() []byte { return sortedRecords(benchFileSize / 41) }},
 }
 
 type benchFormat struct {
@@ -48,6 +51,8 @@ func benchFormats(b *testing.B) []benchFormat {
 			benchFormat{name: c.name + "-plain", opts: chunkfile.Options{Codec: c.codec}},
 			benchFormat{name: c.name + "-aes256", opts: chunkfile.Options{Codec: c.codec, Key: key}})
 	}
+	// Shuffled by the records41 data's record size (on other data it shows the shuffle's cost).
+	out = append(out, benchFormat{name: "lz4-shuffle41-plain", opts: chunkfile.Options{Codec: chunkfile.LZ4, Shuffle: 41}})
 	return out
 }
 

@@ -49,12 +49,13 @@ const (
 // header is the fixed 32-byte file header:
 //
 //	0  magic "SPILLWAY"   8 version   9 codec   10 seal   11 key bytes   12 log2 chunk size
-//	13 three zero bytes   16 file id (16 random bytes)
+//	13 shuffle: the record size, 3 bytes (0: none)   16 file id (16 random bytes)
 type header struct {
 	codec      codecID
 	seal       byte
 	keyBytes   byte
 	chunkShift byte
+	shuffle    int // the record size of the shuffle filter (shuffle.go), 0 for none
 	fileID     [16]byte
 }
 
@@ -75,7 +76,7 @@ func (h *header) marshal(b []byte) {
 	b[10] = h.seal
 	b[11] = h.keyBytes
 	b[12] = h.chunkShift
-	b[13], b[14], b[15] = 0, 0, 0
+	b[13], b[14], b[15] = byte(h.shuffle>>16), byte(h.shuffle>>8), byte(h.shuffle)
 	copy(b[16:32], h.fileID[:])
 }
 
@@ -88,6 +89,7 @@ func parseHeader(b []byte) (header, error) {
 		return h, headerError("format version %d; this build reads version %d only", b[8], Version)
 	}
 	h.codec, h.seal, h.keyBytes, h.chunkShift = codecID(b[9]), b[10], b[11], b[12]
+	h.shuffle = int(b[13])<<16 | int(b[14])<<8 | int(b[15])
 	copy(h.fileID[:], b[16:32])
 	switch {
 	case h.codec > codecZstd:
@@ -100,8 +102,8 @@ func parseHeader(b []byte) (header, error) {
 		return h, headerError("sealed with a %d-bit key; AES takes 128, 192 or 256", int(h.keyBytes)*8)
 	case h.chunkShift < minChunkShift || h.chunkShift > maxChunkShift:
 		return h, headerError("chunk size 2^%d; version %d allows 2^%d to 2^%d", h.chunkShift, Version, minChunkShift, maxChunkShift)
-	case b[13] != 0 || b[14] != 0 || b[15] != 0:
-		return h, headerError("reserved bytes 13-15 are not zero")
+	case h.shuffle == 1 || h.shuffle > h.chunkSize():
+		return h, headerError("shuffled in records of %d bytes; a writer shuffles records of 2 bytes to the chunk size (%d), or none (0)", h.shuffle, h.chunkSize())
 	}
 	return h, nil
 }

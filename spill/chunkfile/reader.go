@@ -58,10 +58,11 @@ type Reader struct {
 }
 
 type slot struct {
-	stored []byte // the chunk's stored bytes, then the next chunk's header when read with them
-	plain  []byte // decompressed bytes
-	aad    []byte
-	nonce  [12]byte
+	stored   []byte // the chunk's stored bytes, then the next chunk's header when read with them
+	plain    []byte // decompressed bytes
+	shuffled []byte // a shuffled file's decompressed bytes, in planes, before plain gets them back
+	aad      []byte
+	nonce    [12]byte
 }
 
 type decoded struct {
@@ -120,14 +121,15 @@ func (r *Reader) Memory() int {
 	n := 0
 	for _, s := range r.slots {
 		if s != nil {
-			n += cap(s.stored) + cap(s.plain)
+			n += cap(s.stored) + cap(s.plain) + cap(s.shuffled)
 		}
 	}
 	return n
 }
 
 // ReaderMemory bounds what Memory returns for a synchronous Reader of a file of chunkSize: one
-// chunk's stored bytes with the next chunk's header, and one chunk decompressed.
+// chunk's stored bytes with the next chunk's header, and one chunk decompressed. A shuffled file
+// takes one chunk more (its planes).
 func ReaderMemory(chunkSize int) int { return 2*chunkSize + tagSize + chunkHeaderSize }
 
 // Read reads the file's bytes in order; it returns io.EOF after the last chunk, and the chunk's
@@ -146,7 +148,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 		if len(p) == 0 {
 			return 0, nil
 		}
-		if r.ahead == nil && r.skip == 0 && len(p) >= r.DirectReadSize() {
+		if r.ahead == nil && r.skip == 0 && r.hdr.shuffle == 0 && len(p) >= r.DirectReadSize() {
 			n := r.readDirect(p)
 			if r.err != nil {
 				return 0, r.err
@@ -194,7 +196,8 @@ func (r *Reader) Discard(n int) {
 }
 
 // DirectReadSize is the smallest p for which Read decodes a chunk in p itself: a whole chunk's
-// stored bytes with the longest integrity check, and the next chunk's header read with them.
+// stored bytes with the longest integrity check, and the next chunk's header read with them. A
+// shuffled file is always read through the Reader's buffers.
 func (r *Reader) DirectReadSize() int { return r.hdr.chunkSize() + tagSize + chunkHeaderSize }
 
 // readDirect decodes the next chunk into p (at least DirectReadSize bytes) and returns its length,
@@ -349,7 +352,7 @@ func (r *Reader) Close() error {
 			if s == nil {
 				continue
 			}
-			for _, b := range [][]byte{s.stored, s.plain} {
+			for _, b := range [][]byte{s.stored, s.plain, s.shuffled} {
 				if b != nil {
 					r.buffers.Free(b)
 				}
@@ -498,7 +501,27 @@ func (d *decoder) decode(s *slot, dst []byte) decoded {
 		}
 	}
 	plain := payload
-	if compressed {
+	if r.hdr.shuffle != 0 { // never read into dst (Read)
+		planes := payload
+		if compressed {
+			grown, err := r.grow(s.shuffled, int(ch.rawLen))
+			if err != nil {
+				return decoded{err: fmt.Errorf("spill chunk file: a buffer for chunk %d: %w", d.index, err)}
+			}
+			s.shuffled = grown
+			planes = s.shuffled[:ch.rawLen]
+			if reason := decompress(r.hdr.codec, payload, planes); reason != "" {
+				return d.fail("%s", reason)
+			}
+		}
+		grown, err := r.grow(s.plain, int(ch.rawLen))
+		if err != nil {
+			return decoded{err: fmt.Errorf("spill chunk file: a buffer for chunk %d: %w", d.index, err)}
+		}
+		s.plain = grown
+		plain = s.plain[:ch.rawLen]
+		unshuffle(plain, planes, r.hdr.shuffle)
+	} else if compressed {
 		if dst != nil {
 			plain = dst[:ch.rawLen]
 		} else {

@@ -31,6 +31,11 @@ func tamperCases(t *testing.T) []struct {
 				key  *chunkfile.Key
 				opts chunkfile.Options
 			}{c.name + "/" + keyName(key), key, chunkfile.Options{Codec: c.codec, Key: key, ChunkSize: chunkfile.MinChunkSize}})
+			out = append(out, struct {
+				name string
+				key  *chunkfile.Key
+				opts chunkfile.Options
+			}{c.name + "/" + keyName(key) + "/shuffled", key, chunkfile.Options{Codec: c.codec, Key: key, ChunkSize: chunkfile.MinChunkSize, Shuffle: 41}})
 		}
 	}
 	return out
@@ -273,7 +278,8 @@ func TestBadHeaders(t *testing.T) {
 		{11, 16, "unsealed, yet it names a 128-bit key"},
 		{12, 23, "chunk size 2^23"},
 		{12, 9, "chunk size 2^9"},
-		{14, 1, "reserved bytes"},
+		{15, 1, "shuffled in records of 1 bytes"},
+		{13, 1, "shuffled in records of 65536 bytes; a writer shuffles records of 2 bytes to the chunk size (1024)"},
 	}
 	for _, c := range cases {
 		bad := bytes.Clone(good)

@@ -92,6 +92,7 @@ func writeVectors(t *testing.T) {
 	}
 	text := compressibleBytes(3500, 42)
 	random := randomBytes(2500, 43)
+	records := sortedRecords(80)[:3000]
 	zstd19 := mustZstd(t, 19)
 	good := []struct {
 		name string
@@ -111,6 +112,9 @@ func writeVectors(t *testing.T) {
 		{"aes192-none-multi", text, chunkfile.Options{Key: testKey(t, 192), ChunkSize: 1024}},
 		{"aes256-zstd1-multi", text, chunkfile.Options{Codec: mustZstd(t, 1), Key: testKey(t, 256), ChunkSize: 1024}},
 		{"aes256-lz4-empty", nil, chunkfile.Options{Codec: chunkfile.LZ4, Key: testKey(t, 256), ChunkSize: 1024}},
+		// Records of 41 bytes, shuffled: rows straddle the 1 KiB chunks, and the last chunk has a tail.
+		{"lz4-shuffled", records, chunkfile.Options{Codec: chunkfile.LZ4, ChunkSize: 1024, Shuffle: 41}},
+		{"aes128-none-shuffled", records, chunkfile.Options{Key: testKey(t, 128), ChunkSize: 1024, Shuffle: 41}},
 	}
 	files := map[string][]byte{}
 	for _, v := range good {
@@ -128,6 +132,7 @@ func writeVectors(t *testing.T) {
 		"bad-aes128-flipped-bit":        flip(files["aes128-lz4-multi"], chunkSpans(t, files["aes128-lz4-multi"])[3][0]+15),
 		"bad-lz4-trailing-byte":         append(bytes.Clone(files["lz4-multi"]), 0),
 		"bad-version":                   func() []byte { b := bytes.Clone(files["none-one-chunk"]); b[8] = 2; return b }(),
+		"bad-shuffle-past-chunk":        func() []byte { b := bytes.Clone(files["lz4-shuffled"]); b[14] = 8; return b }(),
 	}
 	four := randomBytes(4*1024+100, 44) // five chunks, four of them full
 	a := encode(t, four, chunkfile.Options{Key: testKey(t, 256), ChunkSize: 1024}, false)

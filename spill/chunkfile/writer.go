@@ -26,6 +26,11 @@ type Options struct {
 	// ChunkSize is the plaintext size of each chunk but the last: a power of two from MinChunkSize
 	// to MaxChunkSize, or 0 for DefaultChunkSize.
 	ChunkSize int
+	// Shuffle, for bytes that are records of one size, is that size (2 to the chunk size): each
+	// chunk is stored byte plane by byte plane (the shuffle filter, see shuffle.go), which
+	// compresses like values side by side. 0 stores the bytes in their order. A Reader needs no
+	// option: the file's header says it.
+	Shuffle int
 }
 
 // ErrClosed is returned by a Writer's Write after Close.
@@ -53,6 +58,7 @@ type Writer struct {
 	// straight into compFrame, so a chunk is copied once on its way to the file, or not at all.
 	rawFrame  []byte
 	compFrame []byte
+	shuffled  []byte // a chunk in planes, when the file is shuffled
 	buf       []byte // plaintext not yet framed, at most one chunk: rawFrame's body
 	aad       []byte
 	nonce     [12]byte
@@ -79,8 +85,11 @@ func NewWriter(dst Appender, opts Options) (*Writer, error) {
 	if opts.Codec.id > codecZstd || (opts.Codec.id == codecZstd && opts.Codec.level == 0) {
 		return nil, fmt.Errorf("spill chunk file: codec %v was not made by ParseCodec, Zstd, None or LZ4", opts.Codec)
 	}
+	if opts.Shuffle < 0 || opts.Shuffle == 1 || opts.Shuffle > size {
+		return nil, fmt.Errorf("spill chunk file: shuffle in records of %d bytes; give a record size from 2 to the chunk size (%d), or 0 for none", opts.Shuffle, size)
+	}
 	w := &Writer{dst: dst, comp: opts.Codec.newCompressor()}
-	w.hdr = header{codec: opts.Codec.id, chunkShift: byte(bits.TrailingZeros(uint(size)))}
+	w.hdr = header{codec: opts.Codec.id, chunkShift: byte(bits.TrailingZeros(uint(size))), shuffle: opts.Shuffle}
 	if _, err := rand.Read(w.hdr.fileID[:]); err != nil {
 		return nil, fmt.Errorf("spill chunk file: making a file id: %w", err)
 	}
@@ -99,6 +108,9 @@ func NewWriter(dst Appender, opts Options) (*Writer, error) {
 	if w.comp != nil {
 		// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
 		w.compFrame = make([]byte, bodyStart+size+w.check+zstdSlack)
+	}
+	if opts.Shuffle != 0 {
+		w.shuffled = make([]byte, size)
 	}
 	return w, nil
 }
@@ -157,11 +169,13 @@ func (w *Writer) LogicalSize() int64 { return w.logical }
 func (w *Writer) StoredSize() int64 { return w.stored }
 
 // Memory is the bytes of buffers the Writer holds: its frames, about one chunk each (two when the
-// file is compressed). The zstd encoder's state is shared by all Writers and not counted.
-func (w *Writer) Memory() int { return cap(w.rawFrame) + cap(w.compFrame) }
+// file is compressed), and a chunk more when it is shuffled. The zstd encoder's state is shared
+// by all Writers and not counted.
+func (w *Writer) Memory() int { return cap(w.rawFrame) + cap(w.compFrame) + cap(w.shuffled) }
 
 // WriterMemory bounds what Memory returns for any Writer of chunkSize (0 for DefaultChunkSize)
-// with codec, so a caller can plan for it before making one.
+// with codec, so a caller can plan for it before making one. A shuffled Writer holds chunkSize
+// bytes more.
 func WriterMemory(chunkSize int, codec Codec) int {
 	if chunkSize == 0 {
 		chunkSize = DefaultChunkSize
@@ -183,8 +197,12 @@ func (w *Writer) writeChunk(raw []byte, last bool) error {
 		ch.flags |= flagLast
 	}
 	frame, payload := w.rawFrame, raw
+	if w.shuffled != nil {
+		shuffle(w.shuffled, raw, w.hdr.shuffle)
+		payload, inPlace = w.shuffled[:len(raw)], false
+	}
 	if w.comp != nil {
-		if c := w.comp.compress(raw, w.compFrame[bodyStart:bodyStart+cap(w.buf)]); c != nil {
+		if c := w.comp.compress(payload, w.compFrame[bodyStart:bodyStart+cap(w.buf)]); c != nil {
 			ch.flags |= flagCompressed
 			if &c[0] != &w.compFrame[bodyStart] { // zstd grew its own buffer
 				copy(w.compFrame[bodyStart:], c)

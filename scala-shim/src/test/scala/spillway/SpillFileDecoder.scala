@@ -74,7 +74,9 @@ object SpillFileDecoder {
     if (sealing == 0 && keyBytes != 0 || sealing == 1 && !Set(16, 24, 32)(keyBytes))
       throw new HeaderError("key size", s"key size $keyBytes with sealing $sealing")
     if (chunkShift < 10 || chunkShift > 22) throw new HeaderError("chunk size", s"log2 chunk size $chunkShift")
-    if (file(13) != 0 || file(14) != 0 || file(15) != 0) throw new HeaderError("reserved", "reserved bytes not zero")
+    // Bytes 13-15: the record size of the shuffle, 0 for none, else 2 to the chunk size.
+    val shuffle = (file(13) & 0xff) << 16 | (file(14) & 0xff) << 8 | (file(15) & 0xff)
+    if (shuffle == 1 || shuffle > (1 << chunkShift)) throw new HeaderError("shuffle", s"shuffled in records of $shuffle bytes")
     val aead = (sealing, key) match {
       case (1, Some(k)) if k.length == keyBytes => Some(fileKey(k, file.slice(16, 32)))
       case (1, Some(k)) => throw new HeaderError("key size", s"sealed with a ${keyBytes * 8}-bit key, given ${k.length * 8} bits")
@@ -140,11 +142,19 @@ object SpillFileDecoder {
           if (n != rawLen) fail(Fault.Malformed, s"decompresses to $n bytes, not $rawLen")
           raw
         }
-      out.write(plain)
+      out.write(if (shuffle == 0) plain else unshuffle(plain, shuffle))
       offset = body + storedLen.toInt
       index += 1
     }
     out.toByteArray
+  }
+
+  /** A shuffled chunk's bytes in their order: plane c holds byte c of each whole row of `stride` bytes; the rest follows as is. */
+  private def unshuffle(planes: Array[Byte], stride: Int): Array[Byte] = {
+    val rows = planes.length / stride
+    val out = planes.clone() // the bytes past the last whole row stay where they are
+    for (r <- 0 until rows; c <- 0 until stride) out(r * stride + c) = planes(c * rows + r)
+    out
   }
 
   /** HKDF-SHA256 (RFC 5869) of the secret, salted with the file id: the file's AES key. */
