@@ -21,12 +21,15 @@
 //
 // # Run files
 //
-// Runs are framed spill files (spill.Manager.CreateFramedFileWithChunkSize): compressed and
+// Runs are framed spill files (spill.Manager.CreateFramedFileOfRecords): compressed and
 // sealed as the manager's spill.Format says, every chunk checked, so a run changed on disk makes
 // Next fail with an error naming the file and the chunk, never return wrong records. Their chunks
 // are small — the budget / 512, a power of two from 1 KiB to 64 KiB — since a run open in a merge
-// holds one stored and one decoded chunk, read synchronously (no read-ahead). Stats.SpilledBytes
-// is what the runs take on disk; Stats.SpilledLogicalBytes the records' bytes written to them.
+// holds one stored and one decoded chunk, read synchronously (no read-ahead). A run spilled from
+// memory whose records all have one size (a SQL sort of fixed-width columns) is shuffled: stored
+// byte plane by byte plane, which lz4 shrinks about three times more; its reader holds the planes
+// of a chunk too. Stats.SpilledBytes is what the runs take on disk; Stats.SpilledLogicalBytes the
+// records' bytes written to them.
 //
 // When a disk fills up under a run being written (spill.RootFull: that disk has then left the
 // manager's rotation), the run is written again from the start in a new file on another disk:
@@ -55,7 +58,8 @@
 // buffers of the run it writes.
 //
 // A run's cost is what its reader may hold: ReaderMemory = 2 chunks + 25 bytes (chunk buffers,
-// chunkfile.ReaderMemory) plus the run's largest record (the record buffer grows to it), each
+// chunkfile.ReaderMemory), one chunk more for a run of records of one size (shuffled, see
+// Sorter.shuffleSize), plus the run's largest record (the record buffer grows to it), each
 // buffer of 64 KiB or more rounded up to a page as offheap maps it (offheap.Size: so with 64 KiB
 // chunks a reader's cost is 132 KiB, not 128 KiB + 25 bytes). A
 // writer's cost, WriterMemory, is one chunk and its framing, two when the file is compressed
@@ -79,12 +83,12 @@
 //   - the budget;
 //   - R + 16, where R is the largest record added (encoded, header included): a record larger
 //     than the whole budget is held alone;
-//   - 2 × (ReaderMemory + R) + WriterMemory: the smallest merge there is, two runs into a third,
-//     needed only when the budget is smaller than that.
+//   - 2 × (ReaderMemory + chunk + R) + WriterMemory: the smallest merge there is, two runs
+//     (shuffled, at most) into a third, needed only when the budget is smaller than that.
 //
 // With 1 KiB chunks (budgets under 1 MiB) ReaderMemory is 2,073 bytes and WriterMemory at most
-// 2,418, so MemoryUsed ≤ budget + 2 × (3 KiB + R) + 3 KiB at any size of input. Not counted are
-// the transient writer of a run spilled from memory (at most 2 × 64 KiB and framing, freed before
+// 2,418, so MemoryUsed ≤ budget + 2 × (4 KiB + R) + 3 KiB at any size of input. Not counted are
+// the transient writer of a run spilled from memory (at most 3 × 64 KiB and framing, freed before
 // the call that spills returns), the zstd encoder's state shared by the process, Go's own
 // overhead, and the merge heap's pointers (a few words a run). On disk, an intermediate pass
 // holds its group's data twice until its new run is whole, so the spill limit must allow for one

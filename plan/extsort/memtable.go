@@ -51,6 +51,7 @@ type memTable struct {
 	firstLen       int                    // how many of first are set
 	diff           [maxTracked / 8]uint64 // the OR of every key's first bytes XOR first: nonzero bytes vary
 	minKey, maxKey int                    // the shortest and longest key held
+	minRec, maxRec int                    // the shortest and longest record held, encoded
 }
 
 // maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
@@ -102,6 +103,11 @@ func (t *memTable) add(rec []byte) error {
 		last++
 	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
+	if t.n == 0 {
+		t.minRec, t.maxRec = len(rec), len(rec)
+	} else {
+		t.minRec, t.maxRec = min(t.minRec, len(rec)), max(t.maxRec, len(rec))
+	}
 	t.track(keyOf(rec))
 	t.n++
 	return nil
@@ -282,6 +288,15 @@ func (t *memTable) ordinalFits(w *window) bool {
 		free++
 	}
 	return free == len(w.at) || (free > 0 && uint64(t.n) <= 1<<(8*uint(free)))
+}
+
+// recordSize is the size of every record held when they all have one (a SQL sort's rows of
+// fixed-width columns and keys), else 0.
+func (t *memTable) recordSize() int {
+	if t.n == 0 || t.minRec != t.maxRec {
+		return 0
+	}
+	return t.minRec
 }
 
 // record is the encoded record that e indexes, and possibly bytes after it.

@@ -200,7 +200,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 
 // mergeGroupOnce merges group into a new run, or releases what it wrote and fails.
 func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
-	w, err := s.newRunWriter()
+	w, err := s.newRunWriter(0) // its WriterMemory is planned for unshuffled
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,10 @@ import (
 )
 
 // memoryBound is the package doc's bound on MemoryUsed for s's budget and a largest record: the
-// smallest merge reads two runs, each through a chunk reader and a record buffer, into a third.
+// smallest merge reads two runs, each through a chunk reader (shuffled runs' hold a chunk more)
+// and a record buffer, into a third.
 func memoryBound(s *Sorter, largest int64) int64 {
-	return max(s.budget, largest+entrySize, 2*(s.readCost+largest)+s.writeCost)
+	return max(s.budget, largest+entrySize, 2*(s.shuffledReadCost()+largest)+s.writeCost)
 }
 
 // peakMeter samples MemoryUsed after every call and, through the test hook, after every record
