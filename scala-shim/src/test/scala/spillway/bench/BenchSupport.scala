@@ -19,7 +19,8 @@ private[bench] object BenchSupport {
    * stages the benchmarks time run alone, so the process's CPU is the stage's, give or take the
    * listener bus's delay in telling of its start and end.
    */
-  final case class StageTime(seconds: Double, cpuSeconds: Double, processCpuSeconds: Double, diskBytesSpilled: Long = 0L)
+  final case class StageTime(seconds: Double, cpuSeconds: Double, processCpuSeconds: Double, diskBytesSpilled: Long = 0L,
+      tasks: Int = 0)
 
   /** The stages completed since the last `take`, in completion order. */
   final class StageTimes extends SparkListener {
@@ -34,7 +35,8 @@ private[bench] object BenchSupport {
       val cpu = startCpu.remove(info.stageId).map(s => (os.getProcessCpuTime - s) / 1e9).getOrElse(Double.NaN)
       // A failed attempt is not the stage's time: its retry completes later.
       for (start <- info.submissionTime; end <- info.completionTime if info.failureReason.isEmpty) {
-        done += StageTime((end - start) / 1e3, info.taskMetrics.executorCpuTime / 1e9, cpu, info.taskMetrics.diskBytesSpilled)
+        done += StageTime((end - start) / 1e3, info.taskMetrics.executorCpuTime / 1e9, cpu, info.taskMetrics.diskBytesSpilled,
+          info.numTasks)
       }
     }
     def take(): Seq[StageTime] = synchronized { val all = done.toList; done.clear(); all }

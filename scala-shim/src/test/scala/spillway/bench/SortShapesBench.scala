@@ -5,7 +5,8 @@ import java.nio.file.{Files, Paths}
 import scala.util.control.NonFatal
 
 import org.apache.spark.spillway.ListenerBusProbe
-import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.functions.expr
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
@@ -21,15 +22,24 @@ import spillway.sql.SpillwaySortRule
  * spilled (the memory the spilled records took, or Comet's bytes) and the bytes their spill files
  * took on disk, medians with their range, and the ratios.
  *
- * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [all]]]"`,
+ * Every round also runs each shape with no sort at all ("no sort: shuffle only"): the same query
+ * with its ORDER BY turned into a range repartitioning on the same keys, so its last stage reads
+ * the same shuffle and counts the same rows, and sorts nothing. That stage is the floor under any
+ * sort fed by Spark's row shuffle: Spark's stage over it is the most that a sort costing nothing
+ * could gain over Spark's, and the report gives it beside the engines' ratios. The same in a Comet
+ * session ("no sort: Comet's shuffle only") is the floor under Comet's sort.
+ *
+ * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [engines]]]"`,
  * default "1 256m 3": local[2], `spark.memory.offHeap.size=offHeap` in every session (Spark's sort
  * takes its pages from it, Spillway its grant, Comet its pool), 8 shuffle partitions. Each round
  * (a warm-up round comes first and is not counted) runs every shape in a Spillway session (rule off:
  * Spark; on: Spillway) and a Comet session (rule off: Comet alone; on: both), the sessions' order and
- * the on/off order alternating between rounds. `shapes` picks some by name (`wide,strings`); `all`
- * adds a fifth way: Comet with its own sort off (`spark.comet.exec.sort.enabled=false`), so that
- * Spillway takes every sort under Comet's scan and shuffle. Needs Comet's jar on the classpath (the
- * 4.1 line's test classpath has it).
+ * the on/off order alternating between rounds. `shapes` picks some by name (`wide,strings`);
+ * `engines` picks some by key (`floor,spark,spillway`; keys: floor, spark, spillway, comet,
+ * comet+spillway, comet-sort-off), and `all` adds to the default ones a last way: Comet with its
+ * own sort off (`spark.comet.exec.sort.enabled=false`), so that Spillway takes every sort under
+ * Comet's scan and shuffle. Needs Comet's jar on the classpath (the 4.1 line's test classpath has
+ * it) for the Comet ways.
  */
 object SortShapesBench extends AdaptiveSparkPlanHelper {
   final case class Shape(name: String, sql: String, about: String)
@@ -47,16 +57,23 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       "a day-time interval key, which Comet 1.2.0 leaves to Spark's sort"))
 
   /** `cometSort`: Comet's own sort on (`spark.comet.exec.sort.enabled`), in a Comet session. */
-  sealed abstract class Engine(val name: String, val comet: Boolean, val spillway: Boolean, val cometSort: Boolean = true)
-  case object SparkSort extends Engine("Spark", comet = false, spillway = false)
-  case object SpillwaySort extends Engine("Spillway", comet = false, spillway = true)
-  case object CometAlone extends Engine("Comet", comet = true, spillway = false)
-  case object CometSpillway extends Engine("Comet+Spillway", comet = true, spillway = true)
+  sealed abstract class Engine(val key: String, val name: String, val comet: Boolean, val spillway: Boolean,
+      val cometSort: Boolean = true, val sorts: Boolean = true)
+  /** The floor: the sort's shuffle and every row counted, no sort (see [[withoutSort]]). */
+  case object NoSort extends Engine("floor", "no sort: shuffle only", comet = false, spillway = false, sorts = false)
+  /** The floor under Comet: its scan and columnar shuffle, no sort. */
+  case object CometNoSort extends Engine("comet-floor", "no sort: Comet's shuffle only", comet = true, spillway = false,
+    sorts = false)
+  case object SparkSort extends Engine("spark", "Spark", comet = false, spillway = false)
+  case object SpillwaySort extends Engine("spillway", "Spillway", comet = false, spillway = true)
+  case object CometAlone extends Engine("comet", "Comet", comet = true, spillway = false)
+  case object CometSpillway extends Engine("comet+spillway", "Comet+Spillway", comet = true, spillway = true)
   /** Comet's scan and shuffle, its sort off: every sort is Spark's and Spillway takes it. */
-  case object CometScanSpillwaySort extends Engine("Comet, sort off, +Spillway", comet = true, spillway = true, cometSort = false)
-  val Engines: Seq[Engine] = Seq(SparkSort, SpillwaySort, CometAlone, CometSpillway, CometScanSpillwaySort)
-  /** The engines a round runs unless told otherwise: the last one is asked for by name (`engines=...`). */
-  val DefaultEngines: Seq[Engine] = Engines.take(4)
+  case object CometScanSpillwaySort extends Engine("comet-sort-off", "Comet, sort off, +Spillway", comet = true, spillway = true,
+    cometSort = false)
+  val Engines: Seq[Engine] = Seq(NoSort, SparkSort, SpillwaySort, CometNoSort, CometAlone, CometSpillway, CometScanSpillwaySort)
+  /** The engines a round runs unless told otherwise: the last one only when asked for (`all`, or by key). */
+  val DefaultEngines: Seq[Engine] = Engines.init
 
   /** One run; `failed` holds why the query failed (its stage times and spills are then not counted). */
   final case class Run(shape: Shape, engine: Engine, round: Int, seconds: Double, stage: StageTime, spilledBytes: Long,
@@ -70,8 +87,16 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     val data = Paths.get(args.lift(3).filter(_.nonEmpty).getOrElse(s"build/tpch-sf$sfName")).toAbsolutePath
     val picked = args.lift(4).filter(_.nonEmpty).map(_.split(",").toSet)
     val shapes = picked.fold(Shapes)(p => Shapes.filter(s => p(s.name)))
-    // "all" adds Comet with its sort off and Spillway's in its place.
-    val engines = if (args.lift(5).contains("all")) Engines else DefaultEngines
+    // "all" adds Comet with its sort off and Spillway's in its place; keys pick engines.
+    val engines = args.lift(5).filter(_.nonEmpty) match {
+      case None => DefaultEngines
+      case Some("all") => Engines
+      case Some(keys) =>
+        val picked = keys.split(",").map(_.trim).toSet
+        val unknown = picked -- Engines.map(_.key)
+        require(unknown.isEmpty, s"unknown engines ${unknown.mkString(", ")}: pick among ${Engines.map(_.key).mkString(", ")}, or all")
+        Engines.filter(e => picked(e.key))
+    }
     val local = Files.createTempDirectory("spillway-shapes-bench-")
     try {
       tables(local, scaleFactor, sfName, data)
@@ -111,7 +136,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     ListenerBusProbe.drain(spark.sparkContext)
     stages.take()
     val t0 = System.nanoTime()
-    val df = spark.sql(shape.sql)
+    val df = if (engine.sorts) spark.sql(shape.sql) else withoutSort(spark, shape)
     val rows = df.queryExecution.toRdd.mapPartitions(it => Iterator(it.size.toLong)).collect().sum // every row read, none kept
     val seconds = (System.nanoTime() - t0) / 1e9
     val plan: SparkPlan = df.queryExecution.executedPlan
@@ -130,7 +155,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     val onDisk = last.diskBytesSpilled
     println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s $seconds%6.2f s; " +
       f"sorting stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s, ${last.processCpuSeconds}%.2f process CPU-s; " +
-      f"spilled ${spilled / 1e6}%.0f MB, ${onDisk / 1e6}%.0f MB on disk; $rows rows; ${sorts.mkString(",")}")
+      f"spilled ${spilled / 1e6}%.0f MB, ${onDisk / 1e6}%.0f MB on disk; $rows rows in ${last.tasks} tasks; ${sorts.mkString(",")}")
     if (round == 0 && engine.comet) { // what Comet's sort reports, to keep the metric above honest
       sortNodes.filter(_.nodeName.startsWith("Comet")).headOption.foreach(n => println(s"    ${n.nodeName} metrics: ${n.metrics.keys.toSeq.sorted.mkString(", ")}"))
     }
@@ -140,6 +165,10 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   /** The plan each engine must have run: else the numbers are another engine's. */
   private def check(shape: Shape, engine: Engine, sorts: Seq[String], plan: SparkPlan): Unit = {
     def fail(why: String) = throw new IllegalStateException(s"${shape.name} under ${engine.name}: $why\n$plan")
+    if (!engine.sorts) {
+      if (sorts.nonEmpty) fail(s"a sort in the floor's plan: $sorts")
+      return
+    }
     if (sorts.isEmpty) fail("no sort in the plan")
     engine match {
       case SparkSort     => if (sorts.exists(_ != "SortExec")) fail(s"sorts other than Spark's: $sorts")
@@ -147,13 +176,34 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       case CometAlone    => if (sorts.exists(s => s != "SortExec" && !s.startsWith("Comet"))) fail(s"sorts neither Comet's nor Spark's: $sorts")
       case CometSpillway => if (sorts.contains("SortExec")) fail(s"a sort left to Spark's SortExec: $sorts")
       case CometScanSpillwaySort => if (sorts.exists(_ != "SpillwaySortExec")) fail(s"sorts other than Spillway's: $sorts")
+      case NoSort | CometNoSort => ()
     }
+  }
+
+  /**
+   * The shape's query with its ORDER BY turned into a range repartitioning on the same keys: the
+   * same shuffle (range partitioning into `spark.sql.shuffle.partitions`, which adaptive execution
+   * may coalesce as it does the sort's) read by a last stage that counts the same rows and sorts
+   * none. The stage's task count is printed beside the sorts', so that a floor over other
+   * partitions shows.
+   */
+  private def withoutSort(spark: SparkSession, shape: Shape): DataFrame = {
+    val at = shape.sql.indexOf(" ORDER BY ")
+    require(at > 0, s"${shape.name}: no ORDER BY in ${shape.sql}")
+    val (select, orderBy) = (shape.sql.take(at), shape.sql.drop(at + " ORDER BY ".length))
+    val keys = orderBy.split(",").map(_.trim).map { k =>
+      if (k.endsWith(" DESC")) expr(k.stripSuffix(" DESC")).desc else expr(k.stripSuffix(" ASC")).asc
+    }
+    spark.sql(select).repartitionByRange(keys.toIndexedSeq: _*)
   }
 
   private def report(sf: String, offHeap: String, rounds: Int, shapes: Seq[Shape], runs: Seq[Run]): Unit = {
     println()
     println(s"Sorting stages, TPC-H SF$sf lineitem, local[2], $offHeap off-heap in every session, $rounds alternating rounds after a warm-up;")
     println("medians (min-max). Wall and task CPU of the stage that sorts (shuffle read, sort, every row read); process CPU: all threads over it.")
+    println("\"no sort\" is the same shuffle and rows with no sort: its \"Spark / it\" is the most a sort costing nothing could gain over Spark's;")
+    println("\"over the floor\" is a stage's median wall less its session's floor's (Comet's for the Comet ways), the sort's own share;")
+    println("\"Spark / it, over the floor\" compares those shares.")
     for (shape <- shapes) {
       val all = runs.filter(_.shape == shape)
       val mine = all.filter(_.failed.isEmpty)
@@ -161,19 +211,26 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       val sparkWall = median(of(SparkSort).map(_.stage.seconds))
       val sparkCpu = median(of(SparkSort).map(_.stage.processCpuSeconds))
       val cometWall = median(of(CometAlone).map(_.stage.seconds))
+      // The floor under each engine's sort: Spark's row shuffle, or Comet's (NaN when it did not run).
+      val floorWall = median(of(NoSort).map(_.stage.seconds))
+      val cometFloorWall = median(of(CometNoSort).map(_.stage.seconds))
       val rows = mine.map(_.rows).distinct
       println(s"\n${shape.name}: ${shape.about}\n  ${shape.sql}${if (rows.size > 1) s"\n  WARNING: the engines read different row counts: $rows" else s" (${rows.headOption.getOrElse(0L)} rows)"}")
-      println("| engine | sort | stage wall (s) | task CPU (s) | process CPU (s) | spilled (MB) | on disk (MB) | Spark / it, wall | Spark / it, process CPU | Comet / it, wall |")
-      println("|---|---|---|---|---|---|---|---|---|---|")
+      println("| engine | sort | tasks | stage wall (s) | over the floor (s) | task CPU (s) | process CPU (s) | spilled (MB) | on disk (MB) | Spark / it, wall | Spark / it, over the floor | Spark / it, process CPU | Comet / it, wall |")
+      println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
       for (e <- Engines; failed = all.filter(r => r.engine == e && r.failed.nonEmpty) if failed.nonEmpty) {
-        println(s"| ${e.name} | failed in ${failed.size} of ${all.count(_.engine == e)} runs: ${failed.head.failed.get} | | | | | | | | |")
+        println(s"| ${e.name} | failed in ${failed.size} of ${all.count(_.engine == e)} runs: ${failed.head.failed.get} | | | | | | | | | | | |")
       }
       for (e <- Engines; rs = of(e) if rs.nonEmpty) {
         val wall = median(rs.map(_.stage.seconds))
         val cpu = median(rs.map(_.stage.processCpuSeconds))
-        println(s"| ${e.name} | ${rs.head.sorts.distinct.map(_.stripSuffix("Exec")).mkString(", ")} | ${spread(rs.map(_.stage.seconds))} | " +
-          s"${spread(rs.map(_.stage.cpuSeconds))} | ${spread(rs.map(_.stage.processCpuSeconds))} | ${spread(rs.map(_.spilledBytes / 1e6), 0)} | ${spread(rs.map(_.onDiskBytes / 1e6), 0)} | " +
-          f"${sparkWall / wall}%.2f | ${sparkCpu / cpu}%.2f | ${cometWall / wall}%.2f |")
+        val tasks = rs.map(_.stage.tasks).distinct.sorted.mkString("/")
+        val overFloor = wall - (if (e.comet) cometFloorWall else floorWall)
+        val sparkOverFloor = if (!e.sorts) "" else f"${(sparkWall - floorWall) / overFloor}%.2f"
+        println(s"| ${e.name} | ${rs.head.sorts.distinct.map(_.stripSuffix("Exec")).mkString(", ")} | $tasks | ${spread(rs.map(_.stage.seconds))} | " +
+          f"$overFloor%.2f | ${spread(rs.map(_.stage.cpuSeconds))} | ${spread(rs.map(_.stage.processCpuSeconds))} | ${spread(rs.map(_.spilledBytes / 1e6), 0)} | " +
+          s"${spread(rs.map(_.onDiskBytes / 1e6), 0)} | " +
+          f"${sparkWall / wall}%.2f | $sparkOverFloor | ${sparkCpu / cpu}%.2f | ${cometWall / wall}%.2f |")
       }
     }
   }
