@@ -255,6 +255,10 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	}
 	// Entries hold no pointers, so memory the collector does not scan may hold them.
 	t.indexMem = mem
+	if t.sortShortKeys(&w, mem) {
+		t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)
+		return t.index, nil
+	}
 	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)[:0]
 	idx := t.index
 	// Where the prefix has bytes past every key, the insertion order goes there: equal keys

@@ -1,0 +1,108 @@
+package extsort
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Keys whose varying bytes fit in a word beside the record's place take the LSD path, and it
+// sorts as the reference does: by key, equal keys in insertion order. The shapes cover no pass
+// (all keys equal: the words stay in the first half), one and three passes (the result in the
+// scratch half), two passes (back in the first half), windows that are not contiguous, and small
+// chunks, so that the place's chunk bits are many.
+func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	long := func(v uint64) []byte { return sqlLongKey(nil, v, false) }
+	for _, tc := range []struct {
+		name      string
+		chunkSize int
+		keyBytes  int
+		key       func() []byte
+	}{
+		{"all keys equal", maxChunk, 0, func() []byte { return long(42) }},
+		{"one varying byte, many equal", maxChunk, 1, func() []byte { return long(uint64(r.IntN(200))) }},
+		{"two varying bytes", maxChunk, 2, func() []byte { return long(uint64(r.IntN(1 << 16))) }},
+		{"three varying bytes, a join key", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }},
+		{"descending", maxChunk, 3, func() []byte { return sqlLongKey(nil, uint64(r.IntN(1<<20)), true) }},
+		// The value's bytes 0 and 2 vary, byte 1 never: the window skips it, two key bytes.
+		{"a byte that never varies between two that do", maxChunk, 2, func() []byte { return long(uint64(r.IntN(256)<<16 | r.IntN(256))) }},
+		// Two 4-byte columns whose low bytes vary: the window skips the shared bytes between them.
+		{"window not contiguous", maxChunk, 2, func() []byte {
+			return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(r.IntN(7))), uint32(r.IntN(9)))
+		}},
+		{"small chunks", 256, 2, func() []byte { return long(uint64(r.IntN(3000))) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := make([]rec, 5000)
+			for i := range recs {
+				recs[i] = rec{key: tc.key(), val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+			}
+			mt := memTable{chunkSize: tc.chunkSize}
+			defer mt.reset()
+			for _, rc := range recs {
+				require.NoError(t, mt.add(AppendRecord(nil, rc.key, rc.val)))
+			}
+			w := mt.window()
+			layout, ok := mt.shortKeys(&w)
+			require.True(t, ok, "the case must take the short-key path")
+			assert.Equal(t, tc.keyBytes, layout.keyBytes)
+			idx, err := mt.sortedIndex()
+			require.NoError(t, err)
+			got := make([]rec, len(idx))
+			for i, e := range idx {
+				rec := mt.record(e)
+				got[i] = rec2(rec)
+			}
+			assertSorted(t, recs, got)
+		})
+	}
+}
+
+// rec2 is the record that the encoded bytes b start with.
+func rec2(b []byte) rec {
+	k := binary.LittleEndian.Uint32(b)
+	v := binary.LittleEndian.Uint32(b[4:])
+	return rec{key: b[headerSize : headerSize+k], val: b[headerSize+k : headerSize+k+v]}
+}
+
+// The short-key path is taken only where a word holds everything that orders the records.
+func TestShortKeysOnlyWhereAWordHoldsTheOrder(t *testing.T) {
+	many := func(n int, key func(i int) []byte) [][]byte {
+		keys := make([][]byte, n)
+		for i := range keys {
+			keys[i] = key(i)
+		}
+		return keys
+	}
+	for _, tc := range []struct {
+		name string
+		keys [][]byte
+		fits bool
+	}{
+		{"a long key, low bytes vary", many(2000, func(i int) []byte { return sqlColumns(uint64(i)) }), true},
+		{"too few records", many(shortKeyMinRecords-1, func(i int) []byte { return sqlColumns(uint64(i)) }), false},
+		{"keys of two lengths", many(2000, func(i int) []byte { return []byte{1, 2, 3}[:1+i%3] }), false},
+		// Seven varying bytes leave a byte, too few for the place of 2000 records.
+		{"seven varying bytes", many(2000, func(i int) []byte {
+			return binary.BigEndian.AppendUint64([]byte{1}, uint64(i)*0x01010101010101)
+		}), false},
+		{"keys longer than the bytes tracked", many(2000, func(i int) []byte {
+			return binary.BigEndian.AppendUint16(make([]byte, maxTracked+8), uint16(i))
+		}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mt := memTable{chunkSize: maxChunk}
+			defer mt.reset()
+			for _, k := range tc.keys {
+				require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
+			}
+			w := mt.window()
+			_, ok := mt.shortKeys(&w)
+			assert.Equal(t, tc.fits, ok)
+		})
+	}
+}
