@@ -248,6 +248,14 @@ func (s *Sorter) Add(batch []byte) error {
 		return err
 	}
 	for off := 0; off < len(batch); {
+		// Most records go in by runs, each with one copy: those that fit in the last chunk's room
+		// with the budget not reached, where the loop below would neither spill nor map a chunk.
+		if taken, records := s.mem.addRun(batch[off:], s.budget-s.mergeReserve()); records > 0 {
+			s.maxRecord = max(s.maxRecord, int64(s.mem.maxRec))
+			s.stats.Records += int64(records)
+			off += taken
+			continue
+		}
 		rec := batch[off : off+recordSize(batch[off:])]
 		s.maxRecord = max(s.maxRecord, int64(len(rec)))
 		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget-s.mergeReserve() {

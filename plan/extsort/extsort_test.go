@@ -888,3 +888,45 @@ func TestRunsOfRecordsOfOneSizeAreShuffled(t *testing.T) {
 	}
 	assert.Less(t, float64(one.SpilledBytes)/float64(one.SpilledLogicalBytes), most*float64(several.SpilledBytes)/float64(several.SpilledLogicalBytes))
 }
+
+// addRun takes records up to the last chunk's room and the budget, no further, and leaves the
+// table as adding them one by one does.
+func TestAddRunStopsAtTheRoomAndTheBudget(t *testing.T) {
+	const size = headerSize + 9 + 8 // each record's bytes
+	var batch []byte
+	for i := range 100 {
+		batch = AppendRecord(batch, sqlLongKey(nil, uint64(100-i), false), binary.LittleEndian.AppendUint64(nil, uint64(i)))
+	}
+	for _, tc := range []struct {
+		name        string
+		room        int   // bytes left in the last chunk after the first record
+		limitAfter  int64 // entries the budget has room for after the first record
+		wantRecords int
+	}{
+		{"the room ends it", 10*size + size/2, 1000, 10},
+		{"the budget ends it", 1000 * size, 7, 7},
+		{"the whole batch", 1000 * size, 1000, 99},
+		{"no room for one", size - 1, 1000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			one, each := memTable{chunkSize: size + tc.room}, memTable{chunkSize: size + tc.room}
+			defer one.reset()
+			defer each.reset()
+			require.NoError(t, one.add(batch[:size]))
+			chunk := &one.chunks[0][0]
+			limit := one.memory() + tc.limitAfter*entrySize
+			taken, records := one.addRun(batch[size:], limit)
+			assert.Equal(t, tc.wantRecords, records)
+			assert.Equal(t, tc.wantRecords*size, taken)
+			assert.Same(t, chunk, &one.chunks[0][0], "the chunk moved")
+			assert.LessOrEqual(t, one.memory(), limit)
+			for off := 0; off < size+taken; off += size {
+				require.NoError(t, each.add(batch[off:off+size]))
+			}
+			assert.Equal(t, each.chunks, one.chunks)
+			assert.Equal(t, each.n, one.n)
+			assert.Equal(t, each.diff, one.diff)
+			assert.Equal(t, [4]int{each.minKey, each.maxKey, each.minRec, each.maxRec}, [4]int{one.minKey, one.maxKey, one.minRec, one.maxRec})
+		})
+	}
+}

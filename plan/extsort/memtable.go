@@ -113,6 +113,32 @@ func (t *memTable) add(rec []byte) error {
 	return nil
 }
 
+// addRun copies in, with one copy, the longest run of whole records at the start of recs (well
+// formed, as validate checks) that fits in the last chunk's room and keeps memory() within limit,
+// and returns the bytes and the records it took: none when the first does not fit, or when no
+// record is held yet. Adding those records one by one would neither spill nor map a chunk.
+func (t *memTable) addRun(recs []byte, limit int64) (taken, records int) {
+	last := len(t.chunks) - 1
+	if last < 0 || t.n == 0 {
+		return 0, 0
+	}
+	room := cap(t.chunks[last]) - len(t.chunks[last])
+	entries := (limit - t.memory()) / entrySize // the records the budget has room for
+	for taken < len(recs) && int64(records) < entries {
+		size := recordSize(recs[taken:])
+		if size > room-taken {
+			break
+		}
+		t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
+		t.track(keyOf(recs[taken:]))
+		t.n++
+		taken += size
+		records++
+	}
+	t.chunks[last] = append(t.chunks[last], recs[:taken]...) // within the chunk's capacity: never moved
+	return taken, records
+}
+
 // newChunk returns an empty chunk for at least size bytes: the largest spare if it holds them,
 // else a new mapping.
 func (t *memTable) newChunk(size int) ([]byte, error) {
