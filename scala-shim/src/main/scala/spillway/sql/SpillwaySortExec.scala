@@ -160,8 +160,8 @@ private[sql] final class SpillwaySortIterator(
       }
       val at = session.recordAt(size.toInt)
       SortBatch.putHeader(at, key.length, valueLength)
-      Platform.copyMemory(key.bytes, Platform.BYTE_ARRAY_OFFSET, null, at + HeaderBytes, key.length.toLong)
-      Platform.copyMemory(value.getBaseObject, value.getBaseOffset, null, at + HeaderBytes + key.length, valueLength.toLong)
+      SortBatch.copyTo(key.bytes, Platform.BYTE_ARRAY_OFFSET, at + HeaderBytes, key.length)
+      SortBatch.copyTo(value.getBaseObject, value.getBaseOffset, at + HeaderBytes + key.length, valueLength)
     }
   }
 
