@@ -208,7 +208,8 @@ BENCH_SORT_ARGS ?= 4000000 2 32m 5
 # 1. spillway.bench.SortShapesBench: per row shape (wide, narrow, string keys, two keys, a key Comet
 #    leaves to Spark) the sorting stage's wall, task CPU and process CPU and the bytes spilled, for
 #    Spark's sort, Spillway's, Comet 1.2.0's and Comet with Spillway, on the same data and off-heap
-#    memory, alternating rounds. Arguments: scale-factor off-heap-size rounds.
+#    memory, alternating rounds, beside the floor under them (the same shuffle and rows with no sort,
+#    Spark's and Comet's: the most any sort could gain). Arguments: scale-factor off-heap-size rounds.
 # 2. spillway.bench.TpchBench: a spilling ORDER BY (on-heap), the 22 TPC-H queries with the extension
 #    on and off, and the 22 under Comet alone and Comet with Spillway, alternating runs, per-query
 #    ratios against the noise of the queries whose plans do not change. Arguments: scale-factor

@@ -52,8 +52,9 @@
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
-// plus a 16-byte index entry per record (the in-memory sort, a radix sort on the entries'
-// prefixes, needs no scratch memory), plus, once merging, what each open run's reader holds
+// plus a 16-byte index entry per record (the in-memory sort needs no more: an in-place radix
+// sort on the entries' prefixes, or, for short keys, a radix sort of one word a record that
+// takes the index's two halves in turn), plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
 // buffers of the run it writes.
 //

@@ -307,8 +307,10 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 // ordinalFits reports whether the prefix's low bytes that lie past every key's end (zero in every
 // prefix) can hold each record's insertion ordinal, with every key of one length, so that equal
 // prefixes would mean equal keys. A single fixed-width key (an integer, a date, a compact decimal,
-// not null) varies in fewer than 8 bytes: its sort is then by the prefix alone. Keys of several
-// lengths are left to the tie sort, which orders a key before its zero-padded extensions.
+// not null) varies in fewer than 8 bytes: its sort is then by the prefix alone, where
+// sortShortKeys did not take it already (fewer than shortKeyMinRecords records, or too few bits
+// left for the records' places). Keys of several lengths are left to the tie sort, which orders
+// a key before its zero-padded extensions.
 func (t *memTable) ordinalFits(w *window) bool {
 	if t.minKey != t.maxKey {
 		return false

@@ -16,7 +16,8 @@ const radixCutoff = 48
 // no more than its 16 bytes a record. The radix sort is not stable; the insertion order in each
 // entry (pos) breaks the ties it leaves, so the result is stable. Keys of one length that vary in
 // fewer than 8 bytes carry their insertion ordinal in the prefix's spare low bytes
-// (memTable.ordinalFits), so that they leave no ties at all.
+// (memTable.ordinalFits), so that they leave no ties at all; most such sorts never come here, but
+// go through sortShortKeys' LSD passes.
 //
 // Integer sort keys (the SQL sorts) differ mostly within the prefix, since it holds only key
 // bytes that vary (memTable.window), not the null flags and high bytes every key shares: a
