@@ -800,15 +800,21 @@ func TestOrdinalFitsOnlyPastEveryKey(t *testing.T) {
 		{"keys longer than the bytes tracked", [][]byte{make([]byte, maxTracked+9), append(make([]byte, maxTracked+8), 1)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mt := memTable{chunkSize: maxChunk}
-			defer mt.reset()
-			for _, k := range tc.keys {
-				require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
-			}
+			mt := tableOf(t, tc.keys)
 			w := mt.window()
 			assert.Equal(t, tc.fits, mt.ordinalFits(&w))
 		})
 	}
+}
+
+// tableOf is a memTable holding a record of each key and no value, reset when the test ends.
+func tableOf(t *testing.T, keys [][]byte) *memTable {
+	mt := &memTable{chunkSize: maxChunk}
+	t.Cleanup(mt.reset)
+	for _, k := range keys {
+		require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
+	}
+	return mt
 }
 
 // repeatKeys is n keys, a and b in turn.

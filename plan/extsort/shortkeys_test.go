@@ -95,11 +95,7 @@ func TestShortKeysOnlyWhereAWordHoldsTheOrder(t *testing.T) {
 		}), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mt := memTable{chunkSize: maxChunk}
-			defer mt.reset()
-			for _, k := range tc.keys {
-				require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
-			}
+			mt := tableOf(t, tc.keys)
 			w := mt.window()
 			_, ok := mt.shortKeys(&w)
 			assert.Equal(t, tc.fits, ok)
