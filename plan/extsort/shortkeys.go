@@ -56,7 +56,8 @@ func (t *memTable) shortKeys(w *window) (shortKeyLayout, bool) {
 // passes use the second half as scratch, so the sort needs no memory beyond the index's 16 bytes a
 // record; the sorted words are then widened in place into entries. Against the in-place MSD sort
 // (sortEntries), whose swaps branch unpredictably and which must go down to buckets of a few
-// records, that is about three times faster on such keys.
+// records, that took 42% less time on a join key and 62% less on a key of few values
+// (BenchmarkSortedIndex).
 func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 	layout, ok := t.shortKeys(w)
 	if !ok {
