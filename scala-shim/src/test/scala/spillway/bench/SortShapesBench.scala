@@ -35,7 +35,7 @@ import spillway.sql.SpillwaySortRule
  * (a warm-up round comes first and is not counted) runs every shape in a Spillway session (rule off:
  * Spark; on: Spillway) and a Comet session (rule off: Comet alone; on: both), the sessions' order and
  * the on/off order alternating between rounds. `shapes` picks some by name (`wide,strings`);
- * `engines` picks some by key (`floor,spark,spillway`; keys: floor, spark, spillway, comet,
+ * `engines` picks some by key (`floor,spark,spillway`; keys: floor, spark, spillway, comet-floor, comet,
  * comet+spillway, comet-sort-off), and `all` adds to the default ones a last way: Comet with its
  * own sort off (`spark.comet.exec.sort.enabled=false`), so that Spillway takes every sort under
  * Comet's scan and shuffle. Needs Comet's jar on the classpath (the 4.1 line's test classpath has
