@@ -54,19 +54,12 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 			require.NoError(t, err)
 			got := make([]rec, len(idx))
 			for i, e := range idx {
-				rec := mt.record(e)
-				got[i] = rec2(rec)
+				b := mt.record(e)
+				got[i] = decode(t, b[:recordSize(b)])[0]
 			}
 			assertSorted(t, recs, got)
 		})
 	}
-}
-
-// rec2 is the record that the encoded bytes b start with.
-func rec2(b []byte) rec {
-	k := binary.LittleEndian.Uint32(b)
-	v := binary.LittleEndian.Uint32(b[4:])
-	return rec{key: b[headerSize : headerSize+k], val: b[headerSize+k : headerSize+k+v]}
 }
 
 // The short-key path is taken only where a word holds everything that orders the records.

@@ -165,18 +165,14 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   /** The plan each engine must have run: else the numbers are another engine's. */
   private def check(shape: Shape, engine: Engine, sorts: Seq[String], plan: SparkPlan): Unit = {
     def fail(why: String) = throw new IllegalStateException(s"${shape.name} under ${engine.name}: $why\n$plan")
-    if (!engine.sorts) {
-      if (sorts.nonEmpty) fail(s"a sort in the floor's plan: $sorts")
-      return
-    }
-    if (sorts.isEmpty) fail("no sort in the plan")
+    if (engine.sorts && sorts.isEmpty) fail("no sort in the plan")
     engine match {
       case SparkSort     => if (sorts.exists(_ != "SortExec")) fail(s"sorts other than Spark's: $sorts")
       case SpillwaySort  => if (sorts.exists(_ != "SpillwaySortExec")) fail(s"sorts other than Spillway's: $sorts")
       case CometAlone    => if (sorts.exists(s => s != "SortExec" && !s.startsWith("Comet"))) fail(s"sorts neither Comet's nor Spark's: $sorts")
       case CometSpillway => if (sorts.contains("SortExec")) fail(s"a sort left to Spark's SortExec: $sorts")
       case CometScanSpillwaySort => if (sorts.exists(_ != "SpillwaySortExec")) fail(s"sorts other than Spillway's: $sorts")
-      case NoSort | CometNoSort => ()
+      case NoSort | CometNoSort => if (sorts.nonEmpty) fail(s"a sort in the floor's plan: $sorts")
     }
   }
 
