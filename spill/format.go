@@ -70,21 +70,39 @@ type Writer struct {
 // CreateFramedFile creates a spill file, as CreateFile does, to be written through the returned
 // Writer with the manager's Format.
 func (m *Manager) CreateFramedFile() (*Writer, error) {
-	return m.CreateFramedFileWithChunkSize(m.format.ChunkSize)
+	return m.CreateFramedFileWith(FramedOptions{})
 }
 
 // CreateFramedFileWithChunkSize is CreateFramedFile with another chunk size (a power of two from
-// chunkfile.MinChunkSize to chunkfile.MaxChunkSize, or 0 for the default): smaller chunks let a
+// chunkfile.MinChunkSize to chunkfile.MaxChunkSize, or 0 for the Format's): smaller chunks let a
 // reader of many files at once, a merge, hold less memory per file.
 func (m *Manager) CreateFramedFileWithChunkSize(chunkSize int) (*Writer, error) {
-	return m.CreateFramedFileOfRecords(chunkSize, 0)
+	return m.CreateFramedFileWith(FramedOptions{ChunkSize: chunkSize})
 }
 
-// CreateFramedFileOfRecords is CreateFramedFileWithChunkSize for bytes that are records of
-// recordSize bytes each (2 to the chunk size; 0 when they are not): the file is shuffled
-// (chunkfile.Options.Shuffle), which stores the records' like bytes side by side and so
-// compresses them far better. Its Writer and Readers hold one chunk more.
-func (m *Manager) CreateFramedFileOfRecords(chunkSize, recordSize int) (*Writer, error) {
+// FramedOptions say how CreateFramedFileWith frames one file beyond the manager's Format.
+type FramedOptions struct {
+	// ChunkSize is the file's chunk size: a power of two from chunkfile.MinChunkSize to
+	// chunkfile.MaxChunkSize, or 0 for the Format's. Smaller chunks let a reader of many files at
+	// once, a merge, hold less memory per file.
+	ChunkSize int
+	// RecordSize, for bytes that are records of one size, is that size (2 to the chunk size; 0
+	// when they are not): the file is shuffled (chunkfile.Options.Shuffle), which stores the
+	// records' like bytes side by side and so compresses them far better. Its Writer and Readers
+	// hold one chunk more.
+	RecordSize int
+	// Pipelined encodes full chunks on goroutines of their own while the caller fills the next
+	// (chunkfile.Options.Pipeline): the Writer holds three chunks' buffers, and a caller that gives
+	// up on the file must Discard its Writer before releasing it.
+	Pipelined bool
+}
+
+// CreateFramedFileWith is CreateFramedFile framed as o says.
+func (m *Manager) CreateFramedFileWith(o FramedOptions) (*Writer, error) {
+	chunkSize, recordSize := o.ChunkSize, o.RecordSize
+	if chunkSize == 0 {
+		chunkSize = m.format.ChunkSize
+	}
 	// Check the options before creating anything, so a bad size leaves no file behind.
 	if chunkSize != 0 && (chunkSize < chunkfile.MinChunkSize || chunkSize > chunkfile.MaxChunkSize || chunkSize&(chunkSize-1) != 0) {
 		return nil, &ConfigError{Reason: fmt.Sprintf("a chunk size of %d bytes; give a power of two from %d to %d, or 0 for %d", chunkSize, chunkfile.MinChunkSize, chunkfile.MaxChunkSize, chunkfile.DefaultChunkSize)}
@@ -96,7 +114,7 @@ func (m *Manager) CreateFramedFileOfRecords(chunkSize, recordSize int) (*Writer,
 	if err != nil {
 		return nil, err
 	}
-	w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: chunkSize, Shuffle: recordSize})
+	w, err := chunkfile.NewWriter(f, m.WriterOptions(o))
 	if err != nil {
 		_ = f.Release()
 		return nil, err
@@ -105,6 +123,11 @@ func (m *Manager) CreateFramedFileOfRecords(chunkSize, recordSize int) (*Writer,
 	f.framing = framingWriting
 	f.mu.Unlock()
 	return &Writer{f: f, w: w}, nil
+}
+
+// WriterOptions are the chunkfile options of a file framed as o says, for chunkfile.WriterMemory.
+func (m *Manager) WriterOptions(o FramedOptions) chunkfile.Options {
+	return chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: cmp.Or(o.ChunkSize, m.format.ChunkSize), Shuffle: o.RecordSize, Pipeline: o.Pipelined}
 }
 
 // File is the file written.
@@ -140,6 +163,11 @@ func (w *Writer) Close() error {
 	w.f.mu.Unlock()
 	return nil
 }
+
+// Discard gives up on the file without finishing it: it waits for the chunks in flight of a
+// pipelined Writer and appends none of them, and the Writer takes no more writes. Release the
+// file after.
+func (w *Writer) Discard() { w.w.Discard() }
 
 // LogicalSize is the number of plain bytes appended in whole chunks so far.
 func (w *Writer) LogicalSize() int64 { return w.w.LogicalSize() }

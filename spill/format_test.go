@@ -52,52 +52,62 @@ func compressible(n int) []byte {
 	return b.Bytes()[:n]
 }
 
+// pipelines names the two ways a framed file is written: each chunk on the writer's goroutine,
+// or pipelined.
+var pipelines = map[string]spill.FramedOptions{"inline": {}, "pipelined": {Pipelined: true}}
+
 func TestFramedRoundTripEveryFormat(t *testing.T) {
 	for name, f := range formats(t) {
-		t.Run(name, func(t *testing.T) {
-			for _, size := range []int{0, 1, 4 << 10, 4<<10 + 1, 100_000} {
-				shared := new(spill.Shared)
-				root := t.TempDir()
-				m := formatManager(t, root, 1<<30, shared, f)
-				data := compressible(size)
-				w, err := m.CreateFramedFile()
-				require.NoError(t, err)
-				// In uneven pieces, so that writes straddle chunk boundaries.
-				for p := data; len(p) > 0; {
-					k := min(len(p), 1+len(p)%3001)
-					_, err := w.Write(p[:k])
-					require.NoError(t, err)
-					p = p[k:]
-				}
-				require.NoError(t, w.Close())
-				assert.Equal(t, int64(size), w.LogicalSize())
-				st, err := os.Stat(w.File().Path())
-				require.NoError(t, err)
-				assert.Equal(t, st.Size(), w.StoredSize(), "StoredSize is the size on disk")
-				assert.Equal(t, st.Size(), m.Used(), "the limit counts bytes on disk")
-				assert.Equal(t, st.Size(), shared.Used())
-				assert.Equal(t, st.Size(), shared.Stats.BytesWritten.Load())
-				assert.Equal(t, int64(size), shared.Stats.LogicalBytesWritten.Load())
-				if f.Codec != chunkfile.None && size >= 4<<10 {
-					assert.Less(t, st.Size(), int64(size), "compressed on disk")
-				}
-				if f.Key != nil && size > 0 {
-					raw, err := os.ReadFile(w.File().Path())
-					require.NoError(t, err)
-					assert.False(t, bytes.Contains(raw, []byte("TRUCK")), "no plaintext on disk when sealed")
-				}
-				r, err := w.File().OpenReader(spill.ReaderOptions{Synchronous: size%2 == 0})
-				require.NoError(t, err)
-				got, err := io.ReadAll(r)
-				require.NoError(t, err)
-				require.NoError(t, r.Close())
-				assert.True(t, bytes.Equal(data, got), "read back what was written")
-				require.NoError(t, w.File().Release())
-				assert.Zero(t, m.Used())
-				assert.Zero(t, shared.Used())
-				require.NoError(t, m.Close())
-			}
-		})
+		for pipeName, opts := range pipelines {
+			t.Run(name+"/"+pipeName, func(t *testing.T) {
+				testFramedRoundTrip(t, f, opts)
+			})
+		}
+	}
+}
+
+func testFramedRoundTrip(t *testing.T, f spill.Format, opts spill.FramedOptions) {
+	for _, size := range []int{0, 1, 4 << 10, 4<<10 + 1, 100_000} {
+		shared := new(spill.Shared)
+		root := t.TempDir()
+		m := formatManager(t, root, 1<<30, shared, f)
+		data := compressible(size)
+		w, err := m.CreateFramedFileWith(opts)
+		require.NoError(t, err)
+		// In uneven pieces, so that writes straddle chunk boundaries.
+		for p := data; len(p) > 0; {
+			k := min(len(p), 1+len(p)%3001)
+			_, err := w.Write(p[:k])
+			require.NoError(t, err)
+			p = p[k:]
+		}
+		require.NoError(t, w.Close())
+		assert.Equal(t, int64(size), w.LogicalSize())
+		st, err := os.Stat(w.File().Path())
+		require.NoError(t, err)
+		assert.Equal(t, st.Size(), w.StoredSize(), "StoredSize is the size on disk")
+		assert.Equal(t, st.Size(), m.Used(), "the limit counts bytes on disk")
+		assert.Equal(t, st.Size(), shared.Used())
+		assert.Equal(t, st.Size(), shared.Stats.BytesWritten.Load())
+		assert.Equal(t, int64(size), shared.Stats.LogicalBytesWritten.Load())
+		if f.Codec != chunkfile.None && size >= 4<<10 {
+			assert.Less(t, st.Size(), int64(size), "compressed on disk")
+		}
+		if f.Key != nil && size > 0 {
+			raw, err := os.ReadFile(w.File().Path())
+			require.NoError(t, err)
+			assert.False(t, bytes.Contains(raw, []byte("TRUCK")), "no plaintext on disk when sealed")
+		}
+		r, err := w.File().OpenReader(spill.ReaderOptions{Synchronous: size%2 == 0})
+		require.NoError(t, err)
+		got, err := io.ReadAll(r)
+		require.NoError(t, err)
+		require.NoError(t, r.Close())
+		assert.True(t, bytes.Equal(data, got), "read back what was written")
+		require.NoError(t, w.File().Release())
+		assert.Zero(t, m.Used())
+		assert.Zero(t, shared.Used())
+		require.NoError(t, m.Close())
 	}
 }
 
@@ -105,49 +115,94 @@ func TestFramedRoundTripEveryFormat(t *testing.T) {
 // its whole chunks, and the usage is exactly their bytes on disk.
 func TestFramedLimitCountsBytesOnDiskExactly(t *testing.T) {
 	for name, f := range formats(t) {
-		t.Run(name, func(t *testing.T) {
-			data := compressible(50_000)
-			probeRoot := t.TempDir()
-			probe := formatManager(t, probeRoot, 1<<30, nil, f)
-			w, err := probe.CreateFramedFile()
-			require.NoError(t, err)
-			_, err = w.Write(data)
-			require.NoError(t, err)
-			require.NoError(t, w.Close())
-			exact := w.StoredSize()
-			require.NoError(t, probe.Close())
+		for pipeName, opts := range pipelines {
+			t.Run(name+"/"+pipeName, func(t *testing.T) {
+				testFramedLimit(t, f, opts)
+			})
+		}
+	}
+}
 
-			// A limit of exactly the file's size on disk takes it all.
-			m := formatManager(t, t.TempDir(), exact, nil, f)
-			w, err = m.CreateFramedFile()
-			require.NoError(t, err)
-			_, err = w.Write(data)
-			require.NoError(t, err)
-			require.NoError(t, w.Close())
-			assert.Equal(t, exact, m.Used())
-			require.NoError(t, m.Close())
+func testFramedLimit(t *testing.T, f spill.Format, opts spill.FramedOptions) {
+	data := compressible(50_000)
+	probeRoot := t.TempDir()
+	probe := formatManager(t, probeRoot, 1<<30, nil, f)
+	w, err := probe.CreateFramedFileWith(opts)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	exact := w.StoredSize()
+	require.NoError(t, probe.Close())
 
-			// One byte less refuses the last chunk, and only it.
-			m = formatManager(t, t.TempDir(), exact-1, nil, f)
-			w, err = m.CreateFramedFile()
-			require.NoError(t, err)
-			_, err = w.Write(data)
-			require.NoError(t, err, "the chunks before the last fit")
-			err = w.Close()
-			var limitErr *spill.LimitError
-			require.ErrorAs(t, err, &limitErr)
-			assert.Contains(t, err.Error(), w.File().Path())
-			assert.Equal(t, w.StoredSize(), m.Used(), "usage is the whole chunks on disk")
-			st, err := os.Stat(w.File().Path())
-			require.NoError(t, err)
-			assert.Equal(t, st.Size(), m.Used())
-			assert.Less(t, m.Used(), exact)
-			_, err = w.File().OpenReader(spill.ReaderOptions{})
-			require.ErrorIs(t, err, spill.ErrNotFinished, "a file whose writing failed is not read")
-			require.NoError(t, w.File().Release())
-			assert.Zero(t, m.Used())
-			require.NoError(t, m.Close())
-		})
+	// A limit of exactly the file's size on disk takes it all.
+	m := formatManager(t, t.TempDir(), exact, nil, f)
+	w, err = m.CreateFramedFileWith(opts)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	assert.Equal(t, exact, m.Used())
+	require.NoError(t, m.Close())
+
+	// One byte less refuses the last chunk, and only it.
+	m = formatManager(t, t.TempDir(), exact-1, nil, f)
+	w, err = m.CreateFramedFileWith(opts)
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err, "the chunks before the last fit")
+	err = w.Close()
+	var limitErr *spill.LimitError
+	require.ErrorAs(t, err, &limitErr)
+	assert.Contains(t, err.Error(), w.File().Path())
+	assert.Equal(t, w.StoredSize(), m.Used(), "usage is the whole chunks on disk")
+	st, err := os.Stat(w.File().Path())
+	require.NoError(t, err)
+	assert.Equal(t, st.Size(), m.Used())
+	assert.Less(t, m.Used(), exact)
+	_, err = w.File().OpenReader(spill.ReaderOptions{})
+	require.ErrorIs(t, err, spill.ErrNotFinished, "a file whose writing failed is not read")
+	require.NoError(t, w.File().Release())
+	assert.Zero(t, m.Used())
+	require.NoError(t, m.Close())
+}
+
+// A pipelined file refused a chunk mid-way returns the refusal from a later Write or from Close;
+// the usage is still exactly the whole chunks on disk, and a Writer discarded and its file released
+// leave nothing behind.
+func TestFramedPipelinedRefusalMidFile(t *testing.T) {
+	f := spill.Format{Codec: chunkfile.LZ4, ChunkSize: 4 << 10}
+	root := t.TempDir()
+	m := formatManager(t, root, 3000, nil, f) // a chunk or two of compressed text, not ten
+	w, err := m.CreateFramedFileWith(spill.FramedOptions{Pipelined: true})
+	require.NoError(t, err)
+	data := compressible(10 * 4 << 10)
+	for p := data; len(p) > 0 && err == nil; {
+		k := min(len(p), 1000)
+		_, err = w.Write(p[:k])
+		p = p[k:]
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	var limitErr *spill.LimitError
+	require.ErrorAs(t, err, &limitErr)
+	st, serr := os.Stat(w.File().Path())
+	require.NoError(t, serr)
+	assert.Equal(t, st.Size(), m.Used(), "usage is the whole chunks on disk")
+	assert.Equal(t, w.StoredSize(), m.Used())
+	w.Discard()
+	require.NoError(t, w.File().Release())
+	assert.Zero(t, m.Used())
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue // the manager's owner mark, removed at Close
+		}
+		sub, err := os.ReadDir(root + "/" + e.Name())
+		require.NoError(t, err)
+		assert.Empty(t, sub, "the released file is gone")
 	}
 }
 
@@ -212,7 +267,7 @@ func TestFramedFileLifecycle(t *testing.T) {
 	require.ErrorAs(t, err, &cfgErr)
 	assert.True(t, strings.Contains(err.Error(), "power of two"), err.Error())
 	for _, size := range []int{-1, 1, 4097} {
-		_, err = m.CreateFramedFileOfRecords(4096, size)
+		_, err = m.CreateFramedFileWith(spill.FramedOptions{ChunkSize: 4096, RecordSize: size})
 		require.ErrorAs(t, err, &cfgErr)
 		assert.Contains(t, err.Error(), fmt.Sprintf("records of %d bytes to shuffle; give 2 to the chunk size (4096)", size))
 	}

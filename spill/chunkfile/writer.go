@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+	"runtime"
 )
 
 // Appender is where a Writer puts a file: each Write appends p whole or not at all (spill.File
@@ -31,7 +32,21 @@ type Options struct {
 	// compresses like values side by side. 0 stores the bytes in their order. A Reader needs no
 	// option: the file's header says it.
 	Shuffle int
+	// Pipeline encodes each full chunk (shuffle, compress, seal) on a goroutine of its own while
+	// the caller fills the next one, up to pipelineFrames-1 chunks at once, and appends them in
+	// order: a caller that gathers its bytes from memory (a sort writing a run) does so beside
+	// the codec, and the codec runs on as many cores as are free. The Writer holds
+	// pipelineFrames chunks' buffers. The goroutines of all Writers are bounded by GOMAXPROCS:
+	// past that a full chunk is encoded on the caller's goroutine, as without Pipeline. A failed
+	// append is returned by a later Write or by Close. The file written is the same byte for byte
+	// but for its id.
+	Pipeline bool
 }
+
+// encoders bounds the goroutines that encode chunks for pipelined Writers: one slot each. An
+// executor's cores already run tasks, so a spilling task gets another core's help only while
+// there is one to spare in the process; past GOMAXPROCS chunks are encoded inline.
+var encoders = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // ErrClosed is returned by a Writer's Write after Close.
 var ErrClosed = errors.New("spill chunk file: write after Close")
@@ -49,25 +64,41 @@ type Writer struct {
 	dst    Appender
 	hdr    header
 	hdrRaw [headerSize]byte
-	comp   compressor // nil for None
-	aead   cipher.AEAD
 	check  int
 
-	// A frame is one append: room for the file header (sent with the first chunk only), the
-	// chunk header, then the stored bytes. Bytes are buffered in place in rawFrame, and compressed
-	// straight into compFrame, so a chunk is copied once on its way to the file, or not at all.
-	rawFrame  []byte
-	compFrame []byte
-	shuffled  []byte // a chunk in planes, when the file is shuffled
-	buf       []byte // plaintext not yet framed, at most one chunk: rawFrame's body
-	aad       []byte
-	nonce     [12]byte
-	chunks    uint64
+	// The encoders, one for each chunk buffered or in flight: one, or pipelineFrames when
+	// pipelined, used in turn (chunk i by encoders[i % len]). The caller fills encoders[fill];
+	// the chunks in flight are the busy ones before it, the oldest at encoders[oldest].
+	encoders     []*encoder
+	fill, oldest int
+	busy         int
+	buf          []byte // plaintext not yet framed, at most one chunk: encoders[fill]'s raw body
+	chunks       uint64 // chunks appended: the index of the next chunk to append
 
 	logical, stored int64
 	err             error
 	closed          bool
 }
+
+// encoder frames one chunk at a time. A frame is one append: room for the file header (sent with
+// the first chunk only), the chunk header, then the stored bytes. Bytes are buffered in place in
+// raw, and compressed straight into comp, so a chunk is copied once on its way to the file, or
+// not at all. In flight, a chunk's encoder and its buffers belong to the goroutine encoding it,
+// which sends the frame to append on done.
+type encoder struct {
+	raw      []byte
+	comp     []byte
+	shuffled []byte     // a chunk in planes, when the file is shuffled
+	codec    compressor // nil for None
+	aead     cipher.AEAD
+	aad      []byte
+	nonce    [12]byte
+	done     chan []byte
+}
+
+// pipelineFrames is how many chunks a pipelined Writer holds: one the caller fills, the others
+// encoded at once on goroutines of their own.
+const pipelineFrames = 3
 
 // bodyStart is where a chunk's stored bytes start in a frame.
 const bodyStart = headerSize + chunkHeaderSize
@@ -88,35 +119,45 @@ func NewWriter(dst Appender, opts Options) (*Writer, error) {
 	if opts.Shuffle < 0 || opts.Shuffle == 1 || opts.Shuffle > size {
 		return nil, fmt.Errorf("spill chunk file: shuffle in records of %d bytes; give a record size from 2 to the chunk size (%d), or 0 for none", opts.Shuffle, size)
 	}
-	w := &Writer{dst: dst, comp: opts.Codec.newCompressor()}
+	w := &Writer{dst: dst}
 	w.hdr = header{codec: opts.Codec.id, chunkShift: byte(bits.TrailingZeros(uint(size))), shuffle: opts.Shuffle}
 	if _, err := rand.Read(w.hdr.fileID[:]); err != nil {
 		return nil, fmt.Errorf("spill chunk file: making a file id: %w", err)
 	}
 	if opts.Key != nil {
 		w.hdr.seal, w.hdr.keyBytes = sealAESGCM, byte(len(opts.Key.secret))
-		aead, err := opts.Key.fileAEAD(w.hdr.fileID[:])
-		if err != nil {
-			return nil, err
-		}
-		w.aead = aead
 	}
 	w.hdr.marshal(w.hdrRaw[:])
 	w.check = w.hdr.checkSize()
-	w.rawFrame = make([]byte, bodyStart+size+w.check)
-	w.buf = w.rawFrame[bodyStart : bodyStart : bodyStart+size]
-	if w.comp != nil {
-		// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
-		w.compFrame = make([]byte, bodyStart+size+w.check+zstdSlack)
+	frames := 1
+	if opts.Pipeline {
+		frames = pipelineFrames
 	}
-	if opts.Shuffle != 0 {
-		w.shuffled = make([]byte, size)
+	for range frames {
+		e := &encoder{raw: make([]byte, bodyStart+size+w.check), codec: opts.Codec.newCompressor(), done: make(chan []byte, 1)}
+		if e.codec != nil {
+			// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
+			e.comp = make([]byte, bodyStart+size+w.check+zstdSlack)
+		}
+		if opts.Shuffle != 0 {
+			e.shuffled = make([]byte, size)
+		}
+		if opts.Key != nil {
+			aead, err := opts.Key.fileAEAD(w.hdr.fileID[:])
+			if err != nil {
+				return nil, err
+			}
+			e.aead = aead
+		}
+		w.encoders = append(w.encoders, e)
 	}
+	w.buf = w.encoders[0].raw[bodyStart : bodyStart : bodyStart+size]
 	return w, nil
 }
 
 // Write buffers p and appends every chunk it completes; it returns len(p) unless an append failed.
-// A chunk is encoded straight from p when it can be, without a copy.
+// A chunk is encoded straight from p when it can be, without a copy (never when pipelined: p is
+// the caller's again once Write returns).
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
@@ -128,12 +169,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		if len(w.buf) == size { // full, and more is coming: it is not the last chunk
-			if err := w.writeChunk(w.buf, false); err != nil {
+			if err := w.flush(); err != nil {
 				return n - len(p), err
 			}
-			w.buf = w.buf[:0]
 		}
-		if len(w.buf) == 0 && len(p) > size {
+		if len(w.encoders) == 1 && len(w.buf) == 0 && len(p) > size {
 			if err := w.writeChunk(p[:size], false); err != nil {
 				return n - len(p), err
 			}
@@ -154,11 +194,26 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.closed = true
+	if err := w.collectAll(); err != nil {
+		return err
+	}
 	if err := w.writeChunk(w.buf, true); err != nil {
 		return err
 	}
 	w.buf = nil
 	return nil
+}
+
+// Discard is for a caller that gives up on the file without Close (to release it): it waits for
+// the chunks in flight of a pipelined Writer, appends none of them, drops the bytes buffered and
+// closes the Writer, whose later calls return ErrClosed (or the error of a failed append).
+func (w *Writer) Discard() {
+	for ; w.busy > 0; w.busy-- {
+		<-w.encoders[w.oldest].done
+		w.oldest = (w.oldest + 1) % len(w.encoders)
+	}
+	w.closed = true
+	w.buf = nil
 }
 
 // LogicalSize is the number of bytes written to the Writer so far and appended in whole chunks.
@@ -168,21 +223,35 @@ func (w *Writer) LogicalSize() int64 { return w.logical }
 // chunks — what the file takes on disk.
 func (w *Writer) StoredSize() int64 { return w.stored }
 
-// Memory is the bytes of buffers the Writer holds: its frames, about one chunk each (two when the
-// file is compressed), and a chunk more when it is shuffled. The zstd encoder's state is shared
-// by all Writers and not counted.
-func (w *Writer) Memory() int { return cap(w.rawFrame) + cap(w.compFrame) + cap(w.shuffled) }
+// Memory is the bytes of buffers the Writer holds: per chunk it holds (one, or pipelineFrames when
+// pipelined) a frame of about a chunk, one more when the file is compressed, and a chunk more when
+// it is shuffled. The zstd encoder's state is shared by all Writers and not counted, nor is lz4's
+// (16 KiB an encoder).
+func (w *Writer) Memory() int {
+	n := 0
+	for _, e := range w.encoders {
+		n += cap(e.raw) + cap(e.comp) + cap(e.shuffled)
+	}
+	return n
+}
 
-// WriterMemory bounds what Memory returns for any Writer of chunkSize (0 for DefaultChunkSize)
-// with codec, so a caller can plan for it before making one. A shuffled Writer holds chunkSize
-// bytes more.
-func WriterMemory(chunkSize int, codec Codec) int {
+// WriterMemory bounds what Memory returns for any Writer made with opts (whose key, if any, is not
+// looked at), so a caller can plan for it before making one.
+func WriterMemory(opts Options) int {
+	chunkSize := opts.ChunkSize
 	if chunkSize == 0 {
 		chunkSize = DefaultChunkSize
 	}
-	n := bodyStart + chunkSize + tagSize
-	if codec.id != codecNone {
-		n += bodyStart + chunkSize + tagSize + zstdSlack
+	frame := bodyStart + chunkSize + tagSize
+	n := frame
+	if opts.Codec.id != codecNone {
+		n += frame + zstdSlack
+	}
+	if opts.Shuffle != 0 {
+		n += chunkSize
+	}
+	if opts.Pipeline {
+		n *= pipelineFrames
 	}
 	return n
 }
@@ -190,51 +259,143 @@ func WriterMemory(chunkSize int, codec Codec) int {
 // Buffered is the number of bytes written to the Writer and not yet appended.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
-func (w *Writer) writeChunk(raw []byte, last bool) error {
-	inPlace := len(raw) > 0 && &raw[0] == &w.rawFrame[bodyStart]
-	ch := chunkHeader{rawLen: uint32(len(raw))}
-	if last {
-		ch.flags |= flagLast
+// flush appends the full chunk in w.buf, which is not the last, and empties w.buf. A pipelined
+// Writer hands the chunk to a goroutine that encodes it, and fills the next encoder's frame
+// meanwhile; once every frame is taken it appends the oldest chunk in flight first (appends go in
+// chunk order, on the caller's goroutine). With every encoder slot of the process taken, it
+// appends its chunks in flight, oldest first, until a slot is free; with none in flight, it
+// encodes the chunk itself.
+func (w *Writer) flush() error {
+	if len(w.encoders) == 1 {
+		return w.writeChunkEmptying()
 	}
-	frame, payload := w.rawFrame, raw
-	if w.shuffled != nil {
-		shuffle(w.shuffled, raw, w.hdr.shuffle)
-		payload, inPlace = w.shuffled[:len(raw)], false
-	}
-	if w.comp != nil {
-		if c := w.comp.compress(payload, w.compFrame[bodyStart:bodyStart+cap(w.buf)]); c != nil {
-			ch.flags |= flagCompressed
-			if &c[0] != &w.compFrame[bodyStart] { // zstd grew its own buffer
-				copy(w.compFrame[bodyStart:], c)
+	for taken := false; !taken; {
+		select {
+		case encoders <- struct{}{}:
+			taken = true
+		default:
+			if w.busy == 0 {
+				return w.writeChunkEmptying()
 			}
-			frame, payload = w.compFrame, w.compFrame[bodyStart:bodyStart+len(c)]
+			// The oldest chunk's goroutine gives its slot back before its frame is collected.
+			if err := w.collect(); err != nil {
+				return err
+			}
 		}
 	}
-	ch.storedLen = uint32(len(payload) + w.check)
-	ch.marshal(frame[headerSize:bodyStart])
-	w.aad = associatedData(w.aad, w.hdrRaw[:], w.chunks, frame[headerSize:bodyStart])
-	end := bodyStart + len(payload) + w.check
-	if w.aead != nil {
-		// Seal writes the body from payload: in place when payload is already there.
-		w.aead.Seal(frame[bodyStart:bodyStart], nonce(&w.nonce, w.chunks), payload, w.aad)
-	} else {
-		if ch.flags&flagCompressed == 0 && !inPlace {
-			copy(frame[bodyStart:], payload)
+	e, raw, index := w.encoders[w.fill], w.buf, w.chunks+uint64(w.busy)
+	if w.busy == 0 {
+		w.oldest = w.fill
+	}
+	w.busy++
+	go func() {
+		frame := w.encode(e, raw, false, index)
+		<-encoders
+		e.done <- frame
+	}()
+	w.fill = (w.fill + 1) % len(w.encoders)
+	if w.busy == len(w.encoders) {
+		if err := w.collect(); err != nil {
+			return err
 		}
-		crc := crc32.Update(crc32.Update(0, castagnoli, w.aad), castagnoli, payload)
-		binary.BigEndian.PutUint32(frame[end-crcSize:end], crc)
 	}
-	start := headerSize
-	if w.chunks == 0 {
-		copy(frame, w.hdrRaw[:])
-		start = 0
+	w.buf = w.encoders[w.fill].raw[bodyStart : bodyStart : bodyStart+cap(raw)]
+	return nil
+}
+
+func (w *Writer) writeChunkEmptying() error {
+	if err := w.writeChunk(w.buf, false); err != nil {
+		return err
 	}
-	if _, err := w.dst.Write(frame[start:end]); err != nil {
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// collect appends the oldest chunk in flight once it is encoded. After a failed append the
+// chunks after it are waited for and dropped.
+func (w *Writer) collect() error {
+	e := w.encoders[w.oldest]
+	frame := <-e.done
+	w.oldest = (w.oldest + 1) % len(w.encoders)
+	w.busy--
+	if err := w.appendChunk(frame, w.chunkSize()); err != nil { // only full chunks are in flight
+		w.Discard()
+		return err
+	}
+	return nil
+}
+
+// collectAll appends every chunk in flight, in order.
+func (w *Writer) collectAll() error {
+	for w.busy > 0 {
+		if err := w.collect(); err != nil {
+			return err
+		}
+	}
+	return w.err
+}
+
+// writeChunk appends raw, which is in encoders[fill]'s raw body or elsewhere, as the next chunk.
+func (w *Writer) writeChunk(raw []byte, last bool) error {
+	return w.appendChunk(w.encode(w.encoders[w.fill], raw, last, w.chunks), len(raw))
+}
+
+// appendChunk appends frame, the next chunk, of raw plaintext bytes, and counts it.
+func (w *Writer) appendChunk(frame []byte, raw int) error {
+	if _, err := w.dst.Write(frame); err != nil {
 		w.err = fmt.Errorf("spill chunk file: appending chunk %d: %w", w.chunks, err)
 		return w.err
 	}
 	w.chunks++
-	w.logical += int64(len(raw))
-	w.stored += int64(end - start)
+	w.logical += int64(raw)
+	w.stored += int64(len(frame))
 	return nil
 }
+
+// encode frames raw — in e's raw body, or elsewhere — as chunk index with e's buffers, and returns
+// the frame to append. It touches nothing of the Writer's but its constant header: a pipelined
+// Writer runs it on another goroutine.
+func (w *Writer) encode(e *encoder, raw []byte, last bool, index uint64) []byte {
+	inPlace := len(raw) > 0 && &raw[0] == &e.raw[bodyStart]
+	ch := chunkHeader{rawLen: uint32(len(raw))}
+	if last {
+		ch.flags |= flagLast
+	}
+	frame, payload := e.raw, raw
+	if e.shuffled != nil {
+		shuffle(e.shuffled, raw, w.hdr.shuffle)
+		payload, inPlace = e.shuffled[:len(raw)], false
+	}
+	if e.codec != nil {
+		if c := e.codec.compress(payload, e.comp[bodyStart:bodyStart+w.chunkSize()]); c != nil {
+			ch.flags |= flagCompressed
+			if &c[0] != &e.comp[bodyStart] { // zstd grew its own buffer
+				copy(e.comp[bodyStart:], c)
+			}
+			frame, payload = e.comp, e.comp[bodyStart:bodyStart+len(c)]
+		}
+	}
+	ch.storedLen = uint32(len(payload) + w.check)
+	ch.marshal(frame[headerSize:bodyStart])
+	e.aad = associatedData(e.aad, w.hdrRaw[:], index, frame[headerSize:bodyStart])
+	end := bodyStart + len(payload) + w.check
+	if e.aead != nil {
+		// Seal writes the body from payload: in place when payload is already there.
+		e.aead.Seal(frame[bodyStart:bodyStart], nonce(&e.nonce, index), payload, e.aad)
+	} else {
+		if ch.flags&flagCompressed == 0 && !inPlace {
+			copy(frame[bodyStart:], payload)
+		}
+		crc := crc32.Update(crc32.Update(0, castagnoli, e.aad), castagnoli, payload)
+		binary.BigEndian.PutUint32(frame[end-crcSize:end], crc)
+	}
+	start := headerSize
+	if index == 0 {
+		copy(frame, w.hdrRaw[:])
+		start = 0
+	}
+	return frame[start:end]
+}
+
+// chunkSize is the plaintext size of a full chunk.
+func (w *Writer) chunkSize() int { return 1 << w.hdr.chunkShift }

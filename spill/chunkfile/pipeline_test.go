@@ -1,0 +1,122 @@
+package chunkfile_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/spillway/spillway/spill/chunkfile"
+	"github.com/stretchr/testify/require"
+)
+
+// A pipelined Writer holds one raw frame more than the same Writer without, and WriterMemory
+// bounds both.
+func TestPipelinedWriterMemory(t *testing.T) {
+	const chunk = 4096
+	for _, opts := range []chunkfile.Options{
+		{ChunkSize: chunk},
+		{ChunkSize: chunk, Codec: chunkfile.LZ4, Key: testKey(t, 256)},
+		{ChunkSize: chunk, Codec: chunkfile.LZ4, Shuffle: 41},
+	} {
+		plain, err := chunkfile.NewWriter(&memFile{}, opts)
+		require.NoError(t, err)
+		opts.Pipeline = true
+		piped, err := chunkfile.NewWriter(&memFile{}, opts)
+		require.NoError(t, err)
+		require.Greater(t, piped.Memory(), plain.Memory()+chunk)
+		require.LessOrEqual(t, piped.Memory(), chunkfile.WriterMemory(opts))
+		opts.Pipeline = false
+		require.LessOrEqual(t, plain.Memory(), chunkfile.WriterMemory(opts))
+	}
+}
+
+// With every encoder slot taken (all cores spilling), a pipelined Writer encodes its chunks on
+// the caller's goroutine, and writes the same file.
+func TestPipelinedWriterWithoutSlotsEncodesInline(t *testing.T) {
+	release := chunkfile.TakeEncoderSlots()
+	defer release()
+	key := testKey(t, 128)
+	data := compressibleBytes(9*4096+5, 3)
+	file := encode(t, data, chunkfile.Options{Codec: chunkfile.LZ4, Key: key, ChunkSize: 4096, Pipeline: true}, true)
+	got, err := decode(file, key, chunkfile.ReaderOptions{})
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(data, got))
+}
+
+// countingFile is a memFile that counts its appends and fails them from a given one on.
+type countingFile struct {
+	memFile
+	failFrom int
+	appends  int
+}
+
+var errAppend = errors.New("an append failed (test)")
+
+func (g *countingFile) Write(p []byte) (int, error) {
+	g.appends++
+	if g.appends > g.failFrom {
+		return 0, errAppend
+	}
+	return g.memFile.Write(p)
+}
+
+// An append that fails in the pipeline is returned by the Write that fills the next chunk, or by
+// Close; the file then holds the chunks before it, whole, and the Writer takes nothing more.
+func TestPipelinedWriterReturnsAFailedAppendLater(t *testing.T) {
+	const chunk = 1024
+	for _, failFrom := range []int{0, 1, 3} {
+		f := &countingFile{failFrom: failFrom}
+		w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: chunkfile.LZ4, ChunkSize: chunk, Pipeline: true})
+		require.NoError(t, err)
+		data := compressibleBytes(10*chunk, 9)
+		var werr error
+		for p := data; len(p) > 0 && werr == nil; p = p[100:] {
+			_, werr = w.Write(p[:100])
+			if len(p) == 100 {
+				break
+			}
+		}
+		if werr == nil {
+			werr = w.Close()
+		} else {
+			require.ErrorIs(t, w.Close(), errAppend, "Close returns the failure again")
+		}
+		require.ErrorIs(t, werr, errAppend)
+		require.ErrorContains(t, werr, "appending chunk")
+		require.Equal(t, int64(failFrom*chunk), w.LogicalSize(), "only the chunks appended count")
+		require.Equal(t, int64(len(f.b)), w.StoredSize())
+		_, err = w.Write([]byte("more"))
+		require.ErrorIs(t, err, errAppend)
+	}
+}
+
+// Discard waits for the chunks in flight and appends none of them, so a caller that gives up on a
+// file may release it at once: nothing is appended to it afterwards.
+func TestPipelinedWriterDiscardAppendsNothingMore(t *testing.T) {
+	const chunk = 1024
+	f := &countingFile{failFrom: 1 << 30}
+	w, err := chunkfile.NewWriter(f, chunkfile.Options{Codec: chunkfile.LZ4, ChunkSize: chunk, Pipeline: true})
+	require.NoError(t, err)
+	_, err = w.Write(compressibleBytes(2*chunk+1, 4)) // two chunks go to the pipeline
+	require.NoError(t, err)
+	w.Discard()
+	require.Zero(t, f.appends)
+	_, err = w.Write([]byte("more"))
+	require.ErrorIs(t, err, chunkfile.ErrClosed)
+	require.NoError(t, w.Close(), "Close after Discard appends nothing")
+	require.Zero(t, f.appends)
+	require.Zero(t, w.LogicalSize())
+
+	// With more chunks than frames, the oldest are appended as frames are needed; Discard drops
+	// only those in flight.
+	f = &countingFile{failFrom: 1 << 30}
+	w, err = chunkfile.NewWriter(f, chunkfile.Options{Codec: chunkfile.LZ4, ChunkSize: chunk, Pipeline: true})
+	require.NoError(t, err)
+	_, err = w.Write(compressibleBytes(10*chunk+1, 4))
+	require.NoError(t, err)
+	appended := f.appends
+	require.Positive(t, appended)
+	w.Discard()
+	require.Equal(t, appended, f.appends)
+	require.Equal(t, int64(appended*chunk), w.LogicalSize())
+}
