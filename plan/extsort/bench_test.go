@@ -3,20 +3,27 @@ package extsort
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/spill"
+	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 const benchBatchBytes = 1 << 20
 
 type benchCase struct {
-	name   string
-	budget int64
-	tasks  int // sorts run at once (0: one)
+	name      string
+	budget    int64
+	tasks     int  // sorts run at once (0: one)
+	lz4       bool // runs compressed with lz4, Spark's default codec (else not at all)
+	pipelined bool // runs written pipelined (newSorterWith)
 }
 
 // BenchmarkSort sorts 1M records of 16-byte random keys and 16-byte values (40 MB encoded), added
@@ -29,7 +36,7 @@ func BenchmarkSort(b *testing.B) {
 	batches := benchBatches(records, func(dst []byte) []byte {
 		return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16))
 	})
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=8MiB", 8 << 20, 1}, {"manyruns/budget=256KiB", 256 << 10, 1}, {"memory/budget=256MiB", 256 << 20, 1}})
+	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=8MiB", budget: 8 << 20, tasks: 1}, {name: "manyruns/budget=256KiB", budget: 256 << 10, tasks: 1}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}})
 }
 
 // BenchmarkSortOrderBy sorts 1M records shaped like Spark SQL's
@@ -43,8 +50,25 @@ func BenchmarkSort(b *testing.B) {
 func BenchmarkSortOrderBy(b *testing.B) {
 	const records = 1 << 20
 	batches := benchBatches(records, orderByRecords(42))
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=80MiB", 80 << 20, 1}, {"memory/budget=512MiB", 512 << 20, 1},
-		{"spill/budget=80MiB/tasks=2", 80 << 20, 2}, {"memory/budget=512MiB/tasks=2", 512 << 20, 2}})
+	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=80MiB", budget: 80 << 20, tasks: 1}, {name: "memory/budget=512MiB", budget: 512 << 20, tasks: 1},
+		{name: "spill/budget=80MiB/tasks=2", budget: 80 << 20, tasks: 2}, {name: "memory/budget=512MiB/tasks=2", budget: 512 << 20, tasks: 2}})
+}
+
+// BenchmarkSortOrderByText is BenchmarkSortOrderBy with values that compress as the lineitem
+// rows of the SQL bench do (lz4 stores 0.78 of them), runs compressed with lz4, so a run's codec
+// costs what it costs there: written inline, as New's sorters do, and pipelined, with one sort
+// (a core to spare) and two (none).
+func BenchmarkSortOrderByText(b *testing.B) {
+	const records = 1 << 20
+	batches := benchBatches(records, orderByTextRecords(42))
+	var cases []benchCase
+	for _, pipelined := range []bool{false, true} {
+		suffix := map[bool]string{false: "/inline", true: "/pipelined"}[pipelined]
+		cases = append(cases,
+			benchCase{name: "spill/budget=80MiB/lz4" + suffix, budget: 80 << 20, lz4: true, pipelined: pipelined},
+			benchCase{name: "spill/budget=80MiB/tasks=2/lz4" + suffix, budget: 80 << 20, tasks: 2, lz4: true, pipelined: pipelined})
+	}
+	benchSorts(b, records, batches, cases)
 }
 
 // BenchmarkSortNarrow sorts 2M records shaped like Spark SQL's narrow sort, Q18's
@@ -62,7 +86,7 @@ func BenchmarkSortNarrow(b *testing.B) {
 		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
 		return AppendRecord(dst, sqlLongKey(nil, k, false), value)
 	})
-	benchSorts(b, records, batches, []benchCase{{"spill/budget=96MiB", 96 << 20, 1}, {"memory/budget=256MiB", 256 << 20, 1}})
+	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=96MiB", budget: 96 << 20, tasks: 1}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}})
 }
 
 // BenchmarkSortedIndex sorts the index of one run's worth of records in memory (what a spill
@@ -122,6 +146,33 @@ func orderByRecords(seed uint64) func(dst []byte) []byte {
 	}
 }
 
+// orderByTextRecords is orderByRecords with 152-byte values made of lineitem's words, dates and
+// small numbers.
+func orderByTextRecords(seed uint64) func(dst []byte) []byte {
+	r := rand.New(rand.NewPCG(seed, 2))
+	words := []string{"DELIVER IN PERSON", "TAKE BACK RETURN", "COLLECT COD", "NONE", "TRUCK", "MAIL", "SHIP",
+		"AIR", "REG AIR", "FOB", "RAIL", "furiously", "regular", "accounts", "carefully", "final", "deposits",
+		"ironic", "pending", "requests", "quickly", "express", "packages", "slyly", "blithely", "bold"}
+	key := orderByRecords(seed)
+	value := make([]byte, 0, 152)
+	return func(dst []byte) []byte {
+		rec := key(nil) // its key, and random bytes for its value, replaced here
+		k := rec[headerSize : headerSize+int(binary.LittleEndian.Uint32(rec))]
+		value = value[:0]
+		for len(value) < 152 {
+			switch r.IntN(3) {
+			case 0:
+				value = binary.LittleEndian.AppendUint64(value, uint64(r.IntN(50)+1))
+			case 1:
+				value = append(value, fmt.Sprintf("199%d-%02d-%02d", r.IntN(9), r.IntN(12)+1, r.IntN(28)+1)...)
+			default:
+				value = append(append(value, words[r.IntN(len(words))]...), ' ')
+			}
+		}
+		return AppendRecord(dst, k, value[:152])
+	}
+}
+
 // sqlLongKey appends a non-null bigint column as the Scala side encodes it in a sort key.
 func sqlLongKey(dst []byte, v uint64, desc bool) []byte {
 	v ^= 1 << 63
@@ -170,11 +221,12 @@ func benchSorts(b *testing.B, records int, batches [][]byte, cases []benchCase) 
 			stats := make([]Stats, tasks)
 			errs := make([]error, tasks)
 			b.SetBytes(total * int64(tasks))
+			cpu := processCPU()
 			for b.Loop() {
 				var wg sync.WaitGroup
 				for i := range tasks {
 					wg.Go(func() {
-						stats[i], errs[i] = sortOnce(roots, shared, bc.budget, batches, dsts[i])
+						stats[i], errs[i] = sortOnce(roots, shared, bc, batches, dsts[i])
 					})
 				}
 				wg.Wait()
@@ -183,6 +235,9 @@ func benchSorts(b *testing.B, records int, batches [][]byte, cases []benchCase) 
 				}
 			}
 			st := stats[0]
+			// The process's CPU, the pipeline's goroutines included: wall time alone would hide
+			// what a run's encoding costs once it moves off the sorting goroutine.
+			b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(records*tasks*b.N), "cpu-ns/record")
 			b.ReportMetric(float64(records*tasks)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(st.Runs), "runs")
 			b.ReportMetric(float64(st.MergePasses), "passes")
@@ -191,14 +246,27 @@ func benchSorts(b *testing.B, records int, batches [][]byte, cases []benchCase) 
 	}
 }
 
+// processCPU is the CPU time the process has used, user and system.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // sortOnce sorts the batches through a new manager of its own and reads the output to its end.
-func sortOnce(roots *spill.Roots, shared *spill.Shared, budget int64, batches [][]byte, dst []byte) (Stats, error) {
-	m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Shared: shared, SharedLimit: math.MaxInt64})
+func sortOnce(roots *spill.Roots, shared *spill.Shared, bc benchCase, batches [][]byte, dst []byte) (Stats, error) {
+	var format spill.Format
+	if bc.lz4 {
+		format.Codec = chunkfile.LZ4
+	}
+	m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Shared: shared, SharedLimit: math.MaxInt64, Format: &format})
 	if err != nil {
 		return Stats{}, err
 	}
 	defer m.Close()
-	s, err := New(m, budget)
+	s, err := newSorterWith(m, bc.budget, bc.pipelined)
 	if err != nil {
 		return Stats{}, err
 	}

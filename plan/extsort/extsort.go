@@ -31,6 +31,15 @@
 // of a chunk too. Stats.SpilledBytes is what the runs take on disk; Stats.SpilledLogicalBytes the
 // records' bytes written to them.
 //
+// A run may be written pipelined (spill.FramedOptions.Pipelined): while the sort gathers the
+// next chunk's records in key order, the two chunks before it are shuffled, compressed and sealed
+// on goroutines of their own, and the sort appends them in order; the process bounds those
+// goroutines by GOMAXPROCS. With a core to spare that takes the codec off the sort's path (a
+// quarter of a spilling sort's wall time in BenchmarkSortOrderByText); on an executor whose cores
+// all run tasks it was measured slower than writing inline (the SQL bench, local[2] on two
+// cores), so New's sorters write inline, and only the benchmarks pipeline, until an executor can
+// say it has cores to spare.
+//
 // When a disk fills up under a run being written (spill.RootFull: that disk has then left the
 // manager's rotation), the run is written again from the start in a new file on another disk:
 // from memory for a spill, from its inputs — kept until the new run is whole — for an
@@ -56,7 +65,10 @@
 // sort on the entries' prefixes, or, for short keys, a radix sort of one word a record that
 // takes the index's two halves in turn), plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
-// buffers of the run it writes.
+// buffers of the run it writes. While records are held it also counts S, the WriterMemory of the
+// run a spill of them would write (shuffled, at most): the writer exists only while a spill runs,
+// but counted with the records it is in the grant Spark gave for them, so a spill Spark asks for
+// takes no memory Spark has not granted. A spill gives S back with the records.
 //
 // A run's cost is what its reader may hold: ReaderMemory = 2 chunks + 25 bytes (chunk buffers,
 // chunkfile.ReaderMemory), one chunk more for a run of records of one size (shuffled, see
@@ -64,7 +76,7 @@
 // buffer of 64 KiB or more rounded up to a page as offheap maps it (offheap.Size: so with 64 KiB
 // chunks a reader's cost is 132 KiB, not 128 KiB + 25 bytes). A
 // writer's cost, WriterMemory, is one chunk and its framing, two when the file is compressed
-// (chunkfile.WriterMemory).
+// (chunkfile.WriterMemory), three times that when runs are written pipelined.
 //
 // While records are added, Add spills before a record would take MemoryUsed over the budget
 // less a reserve for the final merge's readers (the runs' costs, up to 1/64 of the budget), so
@@ -82,15 +94,15 @@
 // So MemoryUsed never passes the largest of:
 //
 //   - the budget;
-//   - R + 16, where R is the largest record added (encoded, header included): a record larger
-//     than the whole budget is held alone;
+//   - R + 16 + S, where R is the largest record added (encoded, header included): a record
+//     larger than the whole budget is held alone;
 //   - 2 × (ReaderMemory + chunk + R) + WriterMemory: the smallest merge there is, two runs
 //     (shuffled, at most) into a third, needed only when the budget is smaller than that.
 //
-// With 1 KiB chunks (budgets under 1 MiB) ReaderMemory is 2,073 bytes and WriterMemory at most
-// 2,418, so MemoryUsed ≤ budget + 2 × (4 KiB + R) + 3 KiB at any size of input. Not counted are
-// the transient writer of a run spilled from memory (at most 3 × 64 KiB and framing, freed before
-// the call that spills returns), the zstd encoder's state shared by the process, Go's own
+// With 1 KiB chunks (budgets under 1 MiB) ReaderMemory is 2,073 bytes, WriterMemory at most 2,418
+// and S 3,442, so MemoryUsed ≤ budget + 2 × (4 KiB + R) + 4 KiB at any size of input. With 64 KiB
+// chunks (budgets from 32 MiB) S is 3 chunks and their framing, under 1% of the budget. Not
+// counted are the encoders' state (lz4's 16 KiB each, zstd's shared by the process), Go's own
 // overhead, and the merge heap's pointers (a few words a run). On disk, an intermediate pass
 // holds its group's data twice until its new run is whole, so the spill limit must allow for one
 // group beyond the data.
@@ -186,6 +198,7 @@ type Sorter struct {
 	runs      []*run   // sorted runs, oldest first
 	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
 	chunk     int      // the chunk size of the run files
+	pipelined bool     // runs are written pipelined (spill.FramedOptions.Pipelined)
 	readCost  int64    // what a run's chunk reader holds at most (chunkfile.ReaderMemory)
 	writeCost int64    // what a run's writer holds at most (chunkfile.WriterMemory)
 	stats     Stats
@@ -206,8 +219,14 @@ type Sorter struct {
 }
 
 // New returns a sorter that spills through m and holds at most about memoryBudget bytes of
-// records in memory. It touches no filesystem; the first spill creates the plan's dir.
+// records in memory. It touches no filesystem; the first spill creates the plan's dir. Its runs
+// are written inline (see "Run files" for the pipelined writer, which only the benchmarks use).
 func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
+	return newSorterWith(m, memoryBudget, false)
+}
+
+// newSorterWith is New, writing runs pipelined when pipelined is set.
+func newSorterWith(m *spill.Manager, memoryBudget int64, pipelined bool) (*Sorter, error) {
 	if m == nil {
 		return nil, &ConfigError{Reason: "no spill manager given"}
 	}
@@ -215,11 +234,14 @@ func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
 		return nil, &ConfigError{Reason: fmt.Sprintf("memory budget is %d bytes; give a positive number of bytes", memoryBudget)}
 	}
 	chunk := runChunkSize(memoryBudget)
+	// A run spilled from memory may be shuffled: its writer holds a chunk more a frame.
+	spillCost := int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, minShuffleRecord, pipelined))))
 	return &Sorter{
-		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget)},
+		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget), spillCost: spillCost},
 		chunk:     chunk,
+		pipelined: pipelined,
 		readCost:  readerMemory(chunk),
-		writeCost: int64(chunkfile.WriterMemory(chunk, m.Format().Codec)),
+		writeCost: int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, 0, pipelined)))),
 	}, nil
 }
 
@@ -314,7 +336,7 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	entries := entrySize * int64(records)
+	entries := entrySize*int64(records) + s.mem.spillCost - s.mem.spillReserve()
 	if s.mem.room() >= length || s.mem.spareFits(length) {
 		return entries
 	}

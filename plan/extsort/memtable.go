@@ -41,6 +41,10 @@ type memTable struct {
 	spare     [][]byte // emptied chunks (reuse) that new records fill before any is mapped, largest first
 	n         int      // records held
 	arena     int64    // capacity of all chunks, spares included: the memory they really take
+	// spillCost is the memory a spill of the records needs for its run's writer
+	// (chunkfile.WriterMemory): counted while records are held, so that the grant that covers
+	// them covers their spill too, though the writer's buffers exist only while it runs.
+	spillCost int64
 
 	index    []entry // the sorted index, once built (sortedIndex)
 	indexMem []byte  // the memory index lives in
@@ -65,14 +69,23 @@ type entry struct {
 	pos    uint64 // chunk<<32 | offset in chunk: where the record is, and its insertion order
 }
 
-func (t *memTable) memory() int64 { return t.arena + int64(t.n)*entrySize }
+func (t *memTable) memory() int64 { return t.arena + int64(t.n)*entrySize + t.spillReserve() }
+
+// spillReserve is spillCost while records are held, else nothing.
+func (t *memTable) spillReserve() int64 {
+	if t.n == 0 {
+		return 0
+	}
+	return t.spillCost
+}
 
 // growth is the memory that adding a record of size bytes would add.
 func (t *memTable) growth(size int) int64 {
+	first := t.spillCost - t.spillReserve() // the first record brings its spill's writer
 	if last := len(t.chunks) - 1; last >= 0 && cap(t.chunks[last])-len(t.chunks[last]) >= size || t.spareFits(size) {
-		return entrySize
+		return first + entrySize
 	}
-	return entrySize + int64(offheap.Size(max(t.newChunkSize(), size)))
+	return first + entrySize + int64(offheap.Size(max(t.newChunkSize(), size)))
 }
 
 // spareFits reports whether a spare chunk holds size bytes: records of that many bytes in all,
@@ -234,7 +247,7 @@ func (t *memTable) reset() {
 	}
 	t.freeSpare(0)
 	t.freeIndex()
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk}
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost}
 }
 
 // reuse drops every record but keeps their chunks, emptied, as spares for the next records: a
@@ -248,7 +261,7 @@ func (t *memTable) reuse() {
 		spare = append(spare, c[:0])
 	}
 	slices.SortFunc(spare, func(a, b []byte) int { return cmp.Compare(cap(b), cap(a)) })
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spare: spare, arena: t.arena}
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena}
 }
 
 // freeSpare gives back spare chunks, the smallest first, until the arena takes at most limit

@@ -31,7 +31,7 @@ func (s *Sorter) spillTail() (int64, error) {
 	src := s.tail
 	// Reading the run back takes a chunk reader and a record buffer: spilling no more than that
 	// would free nothing.
-	if src == nil || s.mem.memory() <= s.readCost+s.maxRecord {
+	if src == nil || s.mem.memory()-s.mem.spillReserve() <= s.readCost+s.maxRecord {
 		return 0, nil
 	}
 	before := s.memoryUsed()
@@ -230,7 +230,7 @@ func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
 		err = s.mergeInto(p)
 	}
 	if err != nil {
-		s.releaseRun(w.run)
+		s.abandonRun(w)
 		return nil, err
 	}
 	return w.run, nil

@@ -20,7 +20,7 @@ import (
 // smallest merge reads two runs, each through a chunk reader (shuffled runs' hold a chunk more)
 // and a record buffer, into a third.
 func memoryBound(s *Sorter, largest int64) int64 {
-	return max(s.budget, largest+entrySize, 2*(s.shuffledReadCost()+largest)+s.writeCost)
+	return max(s.budget, largest+entrySize+s.mem.spillCost, 2*(s.shuffledReadCost()+largest)+s.writeCost)
 }
 
 // peakMeter samples MemoryUsed after every call and, through the test hook, after every record
@@ -346,4 +346,26 @@ func TestRealDiskThatFillsAndFreesDuringTheMergeTakesRunsAgain(t *testing.T) {
 	assert.Zero(t, m.Used())
 	assert.Empty(t, runFiles(t, small))
 	assert.Empty(t, runFiles(t, good))
+}
+
+// Runs written pipelined (newSorterWith) pass the tests of every path that writes a run: spills at
+// the budget, from Spark, during Next, intermediate passes, a run written again on another disk
+// after a real ENOSPC, and runs given up under the limit or a full disk, leaving no file behind.
+func TestPipelinedRunsPassTheSpillTests(t *testing.T) {
+	testPipelined = true
+	defer func() { testPipelined = false }()
+	for name, test := range map[string]func(*testing.T){
+		"twenty times the budget":          TestTwentyTimesTheBudgetSpillsRunsAndLeavesNothing,
+		"spill mid input":                  TestExplicitSpillMidInput,
+		"spill during Next":                TestSpillDuringNext,
+		"write error during spill":         TestWriteErrorDuringSpillLeaksNothing,
+		"few runs":                         TestFewRunsMergeInOnePass,
+		"records in memory stay":           TestRecordsInMemoryStayForTheFinalMerge,
+		"intermediate pass over the limit": TestIntermediatePassOverTheLimitFailsCleanly,
+		"real ENOSPC in a pass":            TestRealENOSPCDuringAnIntermediatePass,
+		"real ENOSPC, another root":        TestRealENOSPCRunIsWrittenAgainOnAnotherRoot,
+		"real ENOSPC, the only root":       TestRealENOSPCOnTheOnlyRootFailsTheSpill,
+	} {
+		t.Run(name, test)
+	}
 }

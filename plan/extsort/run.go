@@ -70,7 +70,7 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 		return 0, err
 	}
 	held := s.mem.memory()
-	entries := int64(s.mem.n) * entrySize
+	entries := int64(s.mem.n)*entrySize + s.mem.spillCost // what the next run's records add to the spares
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
 	if keep {
@@ -89,7 +89,7 @@ func (s *Sorter) countRun(r *run, held int64) {
 	s.stats.Runs++
 	s.stats.SpilledBytes += r.size()
 	s.stats.SpilledLogicalBytes += r.logical
-	s.stats.SpilledMemory += held
+	s.stats.SpilledMemory += max(0, held-s.mem.spillCost) // the records' memory, not their writer's
 }
 
 // writeRun writes the in-memory records of idx, in order, as a new run. When a disk fills up
@@ -121,7 +121,7 @@ func (s *Sorter) writeRun(idx []entry) (*run, error) {
 		if err == nil {
 			return w.run, nil
 		}
-		s.releaseRun(w.run)
+		s.abandonRun(w)
 		if !spill.RootFull(err) || rewrites == s.m.Roots().Len() {
 			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
 		}
@@ -151,9 +151,9 @@ type runWriter struct {
 }
 
 // newRunWriter starts a run file; with shuffle (a record size, see shuffleSize) it is shuffled,
-// and its reader holds a chunk more.
+// and its reader holds a chunk more. A run that fails must be abandoned (abandonRun).
 func (s *Sorter) newRunWriter(shuffle int) (*runWriter, error) {
-	w, err := s.m.CreateFramedFileOfRecords(s.chunk, shuffle)
+	w, err := s.m.CreateFramedFileWith(runOptions(s.chunk, shuffle, s.pipelined))
 	if err != nil {
 		return nil, fmt.Errorf("extsort: creating a run file: %w", err)
 	}
@@ -170,11 +170,14 @@ func (s *Sorter) newRunWriter(shuffle int) (*runWriter, error) {
 // lies in one piece, which lz4 shrinks about three times more, and faster. Only compressed runs
 // are shuffled, and only when a chunk holds at least minShuffleRows records.
 func (s *Sorter) shuffleSize(recordSize int) int {
-	if recordSize < 2 || recordSize > s.chunk/minShuffleRows || s.m.Format().Codec == chunkfile.None {
+	if recordSize < minShuffleRecord || recordSize > s.chunk/minShuffleRows || s.m.Format().Codec == chunkfile.None {
 		return 0
 	}
 	return recordSize
 }
+
+// minShuffleRecord is the smallest record size a run is shuffled by (chunkfile.Options.Shuffle).
+const minShuffleRecord = 2
 
 // minShuffleRows is the fewest records a chunk must hold for its runs to be shuffled: planes of
 // a few bytes gain nothing.
@@ -187,6 +190,18 @@ func (w *runWriter) write(rec []byte) error {
 	w.run.maxRecord = max(w.run.maxRecord, int64(len(rec)))
 	_, err := w.w.Write(rec)
 	return err
+}
+
+// runOptions frame a run of chunk-sized chunks, shuffled by shuffle (0: not), pipelined or not.
+func runOptions(chunk, shuffle int, pipelined bool) spill.FramedOptions {
+	return spill.FramedOptions{ChunkSize: chunk, RecordSize: shuffle, Pipelined: pipelined}
+}
+
+// abandonRun gives up on w's run: once its chunks in flight are encoded (and dropped), its file
+// is released.
+func (s *Sorter) abandonRun(w *runWriter) {
+	w.w.Discard()
+	s.releaseRun(w.run)
 }
 
 // finish writes the run's last chunk.

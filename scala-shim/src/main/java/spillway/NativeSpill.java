@@ -330,19 +330,26 @@ public final class NativeSpill {
    *
    * @param refill the caller adds more records at once (Spark spills the sort to grant the
    *     sort's own next batch): the sort keeps its record arena, emptied and counted in {@link
-   *     #sortMemoryUsed}, for them to fill, and frees only its index; with no records in memory it
-   *     frees the arena too. Otherwise every byte the records took is freed.
+   *     #sortMemoryUsed}, for them to fill, and frees only its index and its spill writer's
+   *     reservation; with no records in memory it frees the arena too. Otherwise every byte the
+   *     records took is freed.
    * @return bytes of memory freed, 0 if there was nothing worth spilling
    */
   public static native long sortSpill(long sort, boolean refill) throws IOException;
 
-  /** Bytes of memory the sort holds now. */
+  /**
+   * Bytes of memory the sort holds now. While it holds records this counts the buffers of the
+   * writer a spill of them takes, though they exist only while the spill runs: a grant that covers
+   * the records covers their spill too.
+   */
   public static native long sortMemoryUsed(long sort);
 
   /**
    * At most the bytes of memory that {@link #sortAdd} of a batch of {@code length} bytes holding
    * {@code records} records adds to {@link #sortMemoryUsed}: the bytes, the sort's index entry per
-   * record and one partly filled arena chunk. A caller accounting for the sort's memory elsewhere
+   * record, one partly filled arena chunk and, when the sort holds no records yet, its spill
+   * writer's reservation (so a batch of 0 bytes and 0 records gives the reservation alone). A
+   * caller accounting for the sort's memory elsewhere
    * (Spark's task memory) reserves this before the add.
    *
    * @throws IllegalArgumentException if {@code length} or {@code records} is negative
