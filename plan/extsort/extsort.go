@@ -93,7 +93,8 @@
 //
 // So MemoryUsed never passes the largest of:
 //
-//   - the budget;
+//   - the budget, plus S in a budget under 8 S (there the writer's reservation comes on top of
+//     the budget rather than out of it: see Sorter.addLimit);
 //   - R + 16 + S, where R is the largest record added (encoded, header included): a record
 //     larger than the whole budget is held alone;
 //   - 2 × (ReaderMemory + chunk + R) + WriterMemory: the smallest merge there is, two runs
@@ -273,7 +274,7 @@ func (s *Sorter) Add(batch []byte) error {
 	for off := 0; off < len(batch); {
 		// Most records go in by runs, each with one copy: those that fit in the last chunk's room
 		// with the budget not reached, where the loop below would neither spill nor map a chunk.
-		if taken, records := s.mem.addRun(batch[off:], s.budget-s.mergeReserve()); records > 0 {
+		if taken, records := s.mem.addRun(batch[off:], s.addLimit()); records > 0 {
 			s.maxRecord = max(s.maxRecord, int64(s.mem.maxRec))
 			s.stats.Records += int64(records)
 			off += taken
@@ -281,7 +282,7 @@ func (s *Sorter) Add(batch []byte) error {
 		}
 		rec := batch[off : off+recordSize(batch[off:])]
 		s.maxRecord = max(s.maxRecord, int64(len(rec)))
-		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.budget-s.mergeReserve() {
+		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.addLimit() {
 			if _, err := s.spill(true); err != nil {
 				s.err = err
 				return err
@@ -295,6 +296,18 @@ func (s *Sorter) Add(batch []byte) error {
 		off += len(rec)
 	}
 	return nil
+}
+
+// addLimit is the MemoryUsed that Add spills before passing: the budget less the merge reserve.
+// The spill writer's reservation (memTable.spillCost) comes out of it, except in a budget under
+// 8 times the reservation (under ~28 KiB), where it comes on top: taken from so little, it would
+// leave room for a record or two a run.
+func (s *Sorter) addLimit() int64 {
+	limit := s.budget - s.mergeReserve()
+	if s.mem.spillCost > s.budget/8 {
+		limit += s.mem.spillCost
+	}
+	return limit
 }
 
 // Spill writes the records held in memory as one sorted run and frees their memory. It returns

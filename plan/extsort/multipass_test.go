@@ -20,7 +20,11 @@ import (
 // smallest merge reads two runs, each through a chunk reader (shuffled runs' hold a chunk more)
 // and a record buffer, into a third.
 func memoryBound(s *Sorter, largest int64) int64 {
-	return max(s.budget, largest+entrySize+s.mem.spillCost, 2*(s.shuffledReadCost()+largest)+s.writeCost)
+	budget := s.budget
+	if s.mem.spillCost > s.budget/8 { // the writer's reservation on top of a small budget
+		budget += s.mem.spillCost
+	}
+	return max(budget, largest+entrySize+s.mem.spillCost, 2*(s.shuffledReadCost()+largest)+s.writeCost)
 }
 
 // peakMeter samples MemoryUsed after every call and, through the test hook, after every record

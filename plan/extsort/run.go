@@ -75,7 +75,7 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 	s.runsCost += r.cost()
 	if keep {
 		s.mem.reuse()
-		s.mem.freeSpare(s.budget - s.mergeReserve() - entries)
+		s.mem.freeSpare(s.addLimit() - entries)
 	} else {
 		s.mem.reset()
 	}
