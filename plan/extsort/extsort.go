@@ -21,7 +21,7 @@
 //
 // # Run files
 //
-// Runs are framed spill files (spill.Manager.CreateFramedFileOfRecords): compressed and
+// Runs are framed spill files (spill.Manager.CreateFramedFileWith): compressed and
 // sealed as the manager's spill.Format says, every chunk checked, so a run changed on disk makes
 // Next fail with an error naming the file and the chunk, never return wrong records. Their chunks
 // are small — the budget / 512, a power of two from 1 KiB to 64 KiB — since a run open in a merge
@@ -174,7 +174,9 @@ type Stats struct {
 	SpilledBytes int64
 	// SpilledLogicalBytes is the records' bytes written to those runs, before compression.
 	SpilledLogicalBytes int64
-	SpilledMemory       int64 // bytes of memory freed by spills (Spark's memoryBytesSpilled)
+	// SpilledMemory is the records' memory freed by spills (Spark's memoryBytesSpilled): arena
+	// and index, not the spill writer's reservation they give back too.
+	SpilledMemory int64
 
 	// MergePasses is how many times the merge went through spilled data: 0 when nothing was
 	// spilled, 1 when the runs were merged straight into the output, more when there were
@@ -300,7 +302,8 @@ func (s *Sorter) Add(batch []byte) error {
 
 // addLimit is the MemoryUsed that Add spills before passing: the budget less the merge reserve.
 // The spill writer's reservation (memTable.spillCost) comes out of it, except in a budget under
-// 8 times the reservation (under ~28 KiB), where it comes on top: taken from so little, it would
+// 8 times the reservation (under ~28 KiB with runs written inline, ~81 KiB pipelined), where it
+// comes on top: taken from so little, it would
 // leave room for a record or two a run.
 func (s *Sorter) addLimit() int64 {
 	limit := s.budget - s.mergeReserve()
@@ -319,7 +322,8 @@ func (s *Sorter) Spill() (freed int64, err error) { return s.spillMemory(false) 
 // SpillToRefill is Spill for a caller that adds more records at once: Spark spilling the sort to
 // grant the sort's own next batch. The run's arena chunks are kept, emptied, for the next records
 // to fill, as when Add spills at the budget, and stay counted in MemoryUsed, so it frees only the
-// index (and the chunks past what the next run needs). With no records in memory it is Spill:
+// index, the spill writer's reservation (see MemoryUsed in the package doc) and the chunks past
+// what the next run needs. With no records in memory it is Spill:
 // the caller needs memory the sort holds, and only the spares are left to free.
 func (s *Sorter) SpillToRefill() (freed int64, err error) { return s.spillMemory(true) }
 
@@ -340,11 +344,11 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 	return before - s.mem.memory(), err
 }
 
-// MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
-// reports to Spark's memory manager.
 // AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
 // MemoryUsed: one index entry per record when the batch fits in the room the last arena chunk
-// has left; else also the bytes and one arena chunk partly filled. A caller that accounts for
+// has left; else also the bytes and one arena chunk partly filled; and, when no records are held,
+// the spill writer's reservation they bring (AddGrowthBound(0, 0) is that reservation alone). A
+// caller that accounts for
 // the sort's memory elsewhere (Spark's task memory) reserves this first.
 func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	s.mu.Lock()
@@ -356,6 +360,8 @@ func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	return int64(length) + entries + int64(offheap.Size(s.mem.chunkSize))
 }
 
+// MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side
+// reports to Spark's memory manager.
 func (s *Sorter) MemoryUsed() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -48,8 +48,8 @@ type Options struct {
 // there is one to spare in the process; past GOMAXPROCS chunks are encoded inline.
 var encoders = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// ErrClosed is returned by a Writer's Write after Close.
-var ErrClosed = errors.New("spill chunk file: write after Close")
+// ErrClosed is returned by a Writer's Write after Close or Discard, and by Close after Discard.
+var ErrClosed = errors.New("spill chunk file: writer closed or discarded")
 
 // zstdSlack is room past a chunk for zstd's framing of bytes it stores raw.
 const zstdSlack = 256
@@ -206,7 +206,8 @@ func (w *Writer) Close() error {
 
 // Discard is for a caller that gives up on the file without Close (to release it): it waits for
 // the chunks in flight of a pipelined Writer, appends none of them, drops the bytes buffered and
-// closes the Writer, whose later calls return ErrClosed (or the error of a failed append).
+// closes the Writer, whose later calls (Close included: the file is not finished) return
+// ErrClosed, or the error of a failed append.
 func (w *Writer) Discard() {
 	for ; w.busy > 0; w.busy-- {
 		<-w.encoders[w.oldest].done
@@ -214,6 +215,9 @@ func (w *Writer) Discard() {
 	}
 	w.closed = true
 	w.buf = nil
+	if w.err == nil {
+		w.err = ErrClosed
+	}
 }
 
 // LogicalSize is the number of bytes written to the Writer so far and appended in whole chunks.
