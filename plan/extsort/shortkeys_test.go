@@ -12,8 +12,9 @@ import (
 // Keys whose varying bytes fit in a word beside the record's place take the LSD path, and it
 // sorts as the reference does: by key, equal keys in insertion order. The shapes cover no pass
 // (all keys equal: the words stay in the first half), one and three passes (the result in the
-// scratch half), two passes (back in the first half), windows that are not contiguous, and small
-// chunks, so that the place's chunk bits are many.
+// scratch half), two passes (back in the first half), a digit every key shares (its pass
+// skipped), windows that are not contiguous, and small chunks, so that the place's chunk bits are
+// many.
 func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	long := func(v uint64) []byte { return sqlLongKey(nil, v, false) }
@@ -26,7 +27,17 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 		{"all keys equal", maxChunk, 0, func() []byte { return long(42) }},
 		{"one varying byte, many equal", maxChunk, 1, func() []byte { return long(uint64(r.IntN(200))) }},
 		{"two varying bytes", maxChunk, 2, func() []byte { return long(uint64(r.IntN(1 << 16))) }},
-		{"three varying bytes, a join key", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }},
+		{"three varying bytes, a join key: two passes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }},
+		{"four varying bytes: three passes", maxChunk, 4, func() []byte { return long(uint64(r.IntN(1 << 30))) }},
+		// Bits 0, 8, 16, 30 and 33 vary (each of bytes 0-4 varies): four digits of 9 bits, the
+		// third (bits 18-26) the same in every key.
+		{"a digit every key shares", maxChunk, 5, func() []byte {
+			v := uint64(0)
+			for _, b := range []uint{0, 8, 16, 30, 33} {
+				v |= uint64(r.IntN(2)) << b
+			}
+			return long(v)
+		}},
 		{"descending", maxChunk, 3, func() []byte { return sqlLongKey(nil, uint64(r.IntN(1<<20)), true) }},
 		// The value's bytes 0 and 2 vary, byte 1 never: the window skips it, two key bytes.
 		{"a byte that never varies between two that do", maxChunk, 2, func() []byte { return long(uint64(r.IntN(256)<<16 | r.IntN(256))) }},
