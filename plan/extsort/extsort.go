@@ -37,8 +37,9 @@
 // goroutines by GOMAXPROCS. With a core to spare that takes the codec off the sort's path (a
 // quarter of a spilling sort's wall time in BenchmarkSortOrderByText); on an executor whose cores
 // all run tasks it was measured slower than writing inline (the SQL bench, local[2] on two
-// cores), so New's sorters write inline, and only the benchmarks pipeline, until an executor can
-// say it has cores to spare.
+// cores), and no faster with two cores a task, where it took more CPU; so New's sorters write
+// inline, and a caller asks for pipelined runs with NewWith (Options.PipelinedRuns: the SQL sort
+// does when spark.spillway.sort.pipelinedRuns is true).
 //
 // When a disk fills up under a run being written (spill.RootFull: that disk has then left the
 // manager's rotation), the run is written again from the start in a new file on another disk:
@@ -221,11 +222,24 @@ type Sorter struct {
 	closed bool
 }
 
+// Options tune a Sorter. The zero value is New's.
+type Options struct {
+	// PipelinedRuns writes runs and intermediate passes with the pipelined writer (see "Run
+	// files"): faster where the process has a core to spare for the codec, slower where every
+	// core runs a sort. Its writer's memory, three times an inline one's, is counted as ever.
+	PipelinedRuns bool
+}
+
 // New returns a sorter that spills through m and holds at most about memoryBudget bytes of
 // records in memory. It touches no filesystem; the first spill creates the plan's dir. Its runs
-// are written inline (see "Run files" for the pipelined writer, which only the benchmarks use).
+// are written inline.
 func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
-	return newSorterWith(m, memoryBudget, false)
+	return NewWith(m, memoryBudget, Options{})
+}
+
+// NewWith is New with opts.
+func NewWith(m *spill.Manager, memoryBudget int64, opts Options) (*Sorter, error) {
+	return newSorterWith(m, memoryBudget, opts.PipelinedRuns)
 }
 
 // newSorterWith is New, writing runs pipelined when pipelined is set.

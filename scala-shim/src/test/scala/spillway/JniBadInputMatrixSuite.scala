@@ -115,6 +115,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("createTmpFile", PlanKind, h => NativeSpill.createTmpFile(h)),
     ("usedDiskSpace", PlanKind, h => NativeSpill.usedDiskSpace(h)),
     ("createSort", PlanKind, h => NativeSpill.createSort(h, 1 << 20)),
+    ("createSortWith", PlanKind, h => NativeSpill.createSortWith(h, 1 << 20, true)),
     ("releasePlan", PlanKind, h => NativeSpill.releasePlan(h)),
     ("path", FileKind, h => NativeSpill.path(h)),
     ("write", FileKind, h => NativeSpill.write(h, direct(fBytes), 0, 10)),
@@ -388,7 +389,12 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   }
 
   test("createSort: zero and negative memory budgets") {
-    for (budget <- Seq(0L, -1L, Long.MinValue)) illegalArgument(s"createSort(budget $budget)")(NativeSpill.createSort(p, budget))
+    for (budget <- Seq(0L, -1L, Long.MinValue)) {
+      illegalArgument(s"createSort(budget $budget)")(NativeSpill.createSort(p, budget))
+      for (pipelined <- Seq(false, true)) {
+        illegalArgument(s"createSortWith(budget $budget, $pipelined)")(NativeSpill.createSortWith(p, budget, pipelined))
+      }
+    }
   }
 
   test("sortAdd: null buffer, negative and out-of-range offset and length; the sort is unchanged") {
