@@ -316,7 +316,7 @@ func (s *Sorter) Add(batch []byte) error {
 
 // addLimit is the MemoryUsed that Add spills before passing: the budget less the merge reserve.
 // The spill writer's reservation (memTable.spillCost) comes out of it, except in a budget under
-// 8 times the reservation (under ~28 KiB with runs written inline, ~81 KiB pipelined), where it
+// 8 times the reservation (under ~27 KiB with runs written inline, ~81 KiB pipelined), where it
 // comes on top: taken from so little, it would
 // leave room for a record or two a run.
 func (s *Sorter) addLimit() int64 {
