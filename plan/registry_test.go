@@ -275,10 +275,10 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	h, err := r.CreatePlan(ld, 1<<20, Unlimited)
 	require.NoError(t, err)
 
-	_, err = r.CreateSort(h, 0, extsort.Options{})
+	_, err = r.CreateSort(h, 0, SortOptions{})
 	assert.Equal(t, KindInvalidArgument, Classify(err), "a budget of 0 is refused")
 
-	sh, err := r.CreateSort(h, 1024, extsort.Options{})
+	sh, err := r.CreateSort(h, 1024, SortOptions{})
 	require.NoError(t, err)
 	var batch []byte
 	for i := range 200 {
@@ -298,7 +298,7 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	assert.Equal(t, KindInvalidHandle, Classify(err))
 	assert.Equal(t, KindInvalidHandle, Classify(r.SortAdd(sh, batch)))
 	assert.Equal(t, KindInvalidHandle, Classify(r.ReleaseSort(sh)))
-	_, err = r.CreateSort(h, 1024, extsort.Options{})
+	_, err = r.CreateSort(h, 1024, SortOptions{})
 	assert.Equal(t, KindInvalidHandle, Classify(err))
 }
 
@@ -306,7 +306,7 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
 	h, _ := r.CreatePlan(ld, 1<<20, Unlimited)
-	sh, err := r.CreateSort(h, 512, extsort.Options{})
+	sh, err := r.CreateSort(h, 512, SortOptions{})
 	require.NoError(t, err)
 	var batch []byte
 	for i := range 100 {

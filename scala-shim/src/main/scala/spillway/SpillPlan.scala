@@ -57,7 +57,7 @@ final class SpillPlan private (
    * @param pipelinedRuns whether runs are written pipelined (NativeSpill.createSortWith)
    * @throws IllegalStateException if the plan is closed
    */
-  private[spillway] def createSort(memoryBudget: Long, pipelinedRuns: Boolean = false): Long =
+  private[spillway] def createSort(memoryBudget: Long, pipelinedRuns: Boolean): Long =
     withOpenPlan(() => NativeSpill.createSortWith(handle, memoryBudget, pipelinedRuns))
 
   /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
