@@ -109,6 +109,21 @@ func BenchmarkSortedIndex(b *testing.B) {
 		{"joinkey", func(dst []byte) []byte {
 			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))
 		}},
+		// The join key with 1% nulls (NULLS LAST), a null written as its flag alone: keys of two lengths.
+		{"joinkey-nulls-short", func(dst []byte) []byte {
+			if r.IntN(100) == 0 {
+				return AppendRecord(dst, []byte{2}, randBytes(r, 16))
+			}
+			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))
+		}},
+		// The same, a null padded to the key's width with the encoding of 0: keys of one length,
+		// whose high bytes a null shares with small values.
+		{"joinkey-nulls-padded", func(dst []byte) []byte {
+			if r.IntN(100) == 0 {
+				return AppendRecord(dst, append([]byte{2}, sqlLongKey(nil, 0, false)[1:]...), randBytes(r, 16))
+			}
+			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			t := memTable{chunkSize: maxChunk}

@@ -72,20 +72,7 @@ func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), 2*n)
 	src, dst := words[:n], words[n:]
 	keyShift := uint(8 * (8 - layout.keyBytes)) // where the key's bytes start; 64 when none vary
-	var varying uint64                          // the key bits that differ from the first key's
-	i := 0
-	for ci, c := range t.chunks {
-		place := uint64(ci) << layout.offsetBits
-		for off := 0; off < len(c); off += recordSize(c[off:]) {
-			word := place
-			if keyShift < 64 {
-				word |= w.keyBytes(keyOf(c[off:]), layout.keyBytes) << keyShift
-			}
-			src[i] = word | uint64(off)
-			varying |= (word ^ src[0]) >> keyShift // 0 when keyShift is 64
-			i++
-		}
-	}
+	varying := t.shortKeyWords(w, layout, src)
 	// The passes take the varying bits in digits of at most shortKeyDigitBits, from the lowest:
 	// a key of 21 varying bits (l_orderkey in a task's range) takes two passes, not three bytes.
 	low, span := uint(0), uint(0)
@@ -140,6 +127,59 @@ func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 		}
 	}
 	return true
+}
+
+// shortKeyWords writes each record's word (see sortShortKeys) into words, in insertion order, and
+// returns the key bits that differ from the first key's, in the low bits.
+func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (varying uint64) {
+	keyShift := uint(8 * (8 - l.keyBytes))
+	if l.keyBytes == 0 { // every key is the same: the words are the places
+		i := 0
+		for ci, c := range t.chunks {
+			for off := 0; off < len(c); off += recordSize(c[off:]) {
+				words[i] = uint64(ci)<<l.offsetBits | uint64(off)
+				i++
+			}
+		}
+		return 0
+	}
+	// Records of one size (a SQL sort's fixed-width rows) are a stride apart: no header read to
+	// find the next record (a dependent load a record).
+	size := t.recordSize()
+	if end := w.at[0] + l.keyBytes; size > 0 && w.contiguous && end >= 8 {
+		// And the key bytes are one load, the 8 bytes that end where they end.
+		at := headerSize + end - 8
+		keyMask := uint64(1)<<(8*uint(l.keyBytes)) - 1
+		first := binary.BigEndian.Uint64(t.chunks[0][at:]) & keyMask
+		i := 0
+		for ci, c := range t.chunks {
+			place := uint64(ci) << l.offsetBits
+			for off := 0; off+size <= len(c); off += size {
+				k := binary.BigEndian.Uint64(c[off+at:]) & keyMask
+				words[i] = k<<keyShift | place | uint64(off)
+				varying |= k ^ first
+				i++
+			}
+		}
+		return varying
+	}
+	first := w.keyBytes(keyOf(t.chunks[0]), l.keyBytes)
+	i := 0
+	for ci, c := range t.chunks {
+		place := uint64(ci) << l.offsetBits
+		for off := 0; off < len(c); {
+			k := w.keyBytes(keyOf(c[off:]), l.keyBytes)
+			words[i] = k<<keyShift | place | uint64(off)
+			varying |= k ^ first
+			i++
+			if size > 0 {
+				off += size
+			} else {
+				off += recordSize(c[off:])
+			}
+		}
+	}
+	return varying
 }
 
 // keyBytes is key's first m bytes in the window (m ≤ 7, each at a position inside the key),

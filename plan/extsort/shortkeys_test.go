@@ -13,8 +13,9 @@ import (
 // sorts as the reference does: by key, equal keys in insertion order. The shapes cover no pass
 // (all keys equal: the words stay in the first half), one and three passes (the result in the
 // scratch half), two passes (back in the first half), a digit every key shares (its pass
-// skipped), windows that are not contiguous, and small chunks, so that the place's chunk bits are
-// many.
+// skipped), windows that are not contiguous, records of several sizes (found by their headers,
+// not a stride), a nullable key's nulls padded to its width, and small chunks, so that the
+// place's chunk bits are many.
 func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	long := func(v uint64) []byte { return sqlLongKey(nil, v, false) }
@@ -23,12 +24,13 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 		chunkSize int
 		keyBytes  int
 		key       func() []byte
+		sizes     bool // the records' values have several lengths
 	}{
-		{"all keys equal", maxChunk, 0, func() []byte { return long(42) }},
-		{"one varying byte, many equal", maxChunk, 1, func() []byte { return long(uint64(r.IntN(200))) }},
-		{"two varying bytes", maxChunk, 2, func() []byte { return long(uint64(r.IntN(1 << 16))) }},
-		{"three varying bytes, a join key: two passes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }},
-		{"four varying bytes: three passes", maxChunk, 4, func() []byte { return long(uint64(r.IntN(1 << 30))) }},
+		{"all keys equal", maxChunk, 0, func() []byte { return long(42) }, false},
+		{"one varying byte, many equal", maxChunk, 1, func() []byte { return long(uint64(r.IntN(200))) }, false},
+		{"two varying bytes", maxChunk, 2, func() []byte { return long(uint64(r.IntN(1 << 16))) }, false},
+		{"three varying bytes, a join key: two passes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }, false},
+		{"four varying bytes: three passes", maxChunk, 4, func() []byte { return long(uint64(r.IntN(1 << 30))) }, false},
 		// Bits 0, 8, 16, 30 and 33 vary (each of bytes 0-4 varies): four digits of 9 bits, the
 		// third (bits 18-26) the same in every key.
 		{"a digit every key shares", maxChunk, 5, func() []byte {
@@ -37,20 +39,35 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 				v |= uint64(r.IntN(2)) << b
 			}
 			return long(v)
-		}},
-		{"descending", maxChunk, 3, func() []byte { return sqlLongKey(nil, uint64(r.IntN(1<<20)), true) }},
+		}, false},
+		{"descending", maxChunk, 3, func() []byte { return sqlLongKey(nil, uint64(r.IntN(1<<20)), true) }, false},
 		// The value's bytes 0 and 2 vary, byte 1 never: the window skips it, two key bytes.
-		{"a byte that never varies between two that do", maxChunk, 2, func() []byte { return long(uint64(r.IntN(256)<<16 | r.IntN(256))) }},
+		{"a byte that never varies between two that do", maxChunk, 2, func() []byte { return long(uint64(r.IntN(256)<<16 | r.IntN(256))) }, false},
 		// Two 4-byte columns whose low bytes vary: the window skips the shared bytes between them.
 		{"window not contiguous", maxChunk, 2, func() []byte {
 			return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(r.IntN(7))), uint32(r.IntN(9)))
-		}},
-		{"small chunks", 256, 2, func() []byte { return long(uint64(r.IntN(3000))) }},
+		}, false},
+		{"small chunks", 256, 2, func() []byte { return long(uint64(r.IntN(3000))) }, false},
+		{"records of several sizes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }, true},
+		{"records of several sizes, window not contiguous", maxChunk, 2, func() []byte {
+			return binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, uint32(r.IntN(7))), uint32(r.IntN(9)))
+		}, true},
+		// A NULLS LAST key as the SQL sort encodes it: a null is its flag and zero's encoding. The
+		// flag byte and the value's low bytes vary.
+		{"nulls padded to the key's width", maxChunk, 3, func() []byte {
+			if r.IntN(10) == 0 {
+				return append([]byte{2}, long(0)[1:]...)
+			}
+			return long(uint64(r.IntN(1 << 16)))
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs := make([]rec, 5000)
 			for i := range recs {
 				recs[i] = rec{key: tc.key(), val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+				if tc.sizes {
+					recs[i].val = append(recs[i].val, make([]byte, i%7)...)
+				}
 			}
 			mt := memTable{chunkSize: tc.chunkSize}
 			defer mt.reset()
