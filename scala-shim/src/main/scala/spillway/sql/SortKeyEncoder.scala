@@ -12,7 +12,8 @@ import org.apache.spark.unsafe.Platform
  * the keys (`SortOrder` with its direction and null ordering), so that the native sort stays a
  * byte sort that knows nothing of Spark's types. The format is described in
  * docs/sql-sort-key-encoding.md; in short, per key: a null-flag byte, then for a non-null value an
- * order-preserving, prefix-free encoding of it, with every byte inverted when descending.
+ * order-preserving, prefix-free encoding of it, with every byte inverted when descending, and for a
+ * null of a fixed-width type the encoding of zero, so that such keys all have one length.
  *
  * @param keys the data type, direction and null ordering of each key, in sort order
  * @param ordinals where each key is in the rows given to [[encode]]: 0 until keys.size (a row of
@@ -28,14 +29,26 @@ final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key], ordinals: Array[Int]) 
 
   private val fields: Array[FieldEncoder] = keys.map(k => fieldEncoder(k.dataType)).toArray
   private val descending: Array[Boolean] = keys.map(!_.ascending).toArray
-  private val nullFlags: Array[Byte] = keys.map(k => if (k.nullsFirst) NullFirst else NullLast).toArray
+  // A null's whole encoding: its flag, then for a fixed-width type the encoding of the type's zero
+  // (inverted when descending), so that every key of fixed-width types has one length, nulls
+  // included. The native sort's fast paths (an index sort on the bytes that vary, by one word a
+  // row) need keys of one length; a flag alone made a sort with a few nulls take the slow path
+  // (a sixth of the speed, BenchmarkSortedIndex/joinkey-nulls-*). Zero's encoding shares its high
+  // bytes with the small values most columns hold, so those bytes still do not vary.
+  private val nullEncodings: Array[Array[Byte]] = keys.indices.map { i =>
+    val out = new KeyBuffer(17)
+    out.put(if (keys(i).nullsFirst) NullFirst else NullLast)
+    fields(i).writeZero(out)
+    if (descending(i)) out.invert(1)
+    java.util.Arrays.copyOf(out.bytes, out.length)
+  }.toArray
 
   /** Appends the encoding of `keyRow`'s key fields (at the ordinals) to `out`. */
   def encode(keyRow: InternalRow, out: KeyBuffer): Unit = {
     var i = 0
     while (i < fields.length) {
       val ordinal = ordinals(i)
-      if (keyRow.isNullAt(ordinal)) out.put(nullFlags(i))
+      if (keyRow.isNullAt(ordinal)) out.put(nullEncodings(i), 0, nullEncodings(i).length)
       else {
         out.put(NotNull)
         val start = out.length
@@ -112,15 +125,20 @@ object SortKeyEncoder {
 
   private sealed abstract class FieldEncoder extends Serializable {
     def write(row: InternalRow, ordinal: Int, out: KeyBuffer): Unit
+
+    /** Writes the encoding of the type's zero if the type is fixed-width, else nothing: a null's padding. */
+    def writeZero(out: KeyBuffer): Unit = ()
   }
 
   private object BooleanEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put(if (row.getBoolean(i)) 1.toByte else 0.toByte)
+    override def writeZero(out: KeyBuffer): Unit = out.put(0.toByte)
   }
 
   // Two's complement with the sign bit flipped, big-endian: negative values first.
   private object ByteEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put((row.getByte(i) ^ 0x80).toByte)
+    override def writeZero(out: KeyBuffer): Unit = out.put(0x80.toByte)
   }
 
   private object ShortEncoder extends FieldEncoder {
@@ -129,14 +147,20 @@ object SortKeyEncoder {
       out.put((v >>> 8).toByte)
       out.put(v.toByte)
     }
+    override def writeZero(out: KeyBuffer): Unit = {
+      out.put(0x80.toByte)
+      out.put(0.toByte)
+    }
   }
 
   private object IntEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putInt(row.getInt(i) ^ Int.MinValue)
+    override def writeZero(out: KeyBuffer): Unit = out.putInt(Int.MinValue)
   }
 
   private object LongEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putLong(row.getLong(i) ^ Long.MinValue)
+    override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
   }
 
   // Spark's order of floating point values: -0.0 equals 0.0, NaN equals NaN and is greater than
@@ -148,6 +172,7 @@ object SortKeyEncoder {
       val bits = if (f == 0.0f) 0 else java.lang.Float.floatToIntBits(f) // canonical NaN: 0x7fc00000
       out.putInt(if (bits < 0) ~bits else bits ^ Int.MinValue)
     }
+    override def writeZero(out: KeyBuffer): Unit = out.putInt(Int.MinValue)
   }
 
   private object DoubleEncoder extends FieldEncoder {
@@ -156,6 +181,7 @@ object SortKeyEncoder {
       val bits = if (d == 0.0d) 0L else java.lang.Double.doubleToLongBits(d)
       out.putLong(if (bits < 0) ~bits else bits ^ Long.MinValue)
     }
+    override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
   }
 
   // All values of a decimal column share the column's scale, so the unscaled values order them.
@@ -166,6 +192,7 @@ object SortKeyEncoder {
       val v = if (d.scale == scale) d.toUnscaledLong else unscaled(d, scale).longValueExact()
       out.putLong(v ^ Long.MinValue)
     }
+    override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
   }
 
   // Up to 38 digits (Spark's maximum) the unscaled value fits in 128 bits: written as a 16-byte
@@ -182,6 +209,10 @@ object SortKeyEncoder {
       while (pad > 0) { out.put(sign); pad -= 1 }
       out.put(bytes, 0, bytes.length)
       out.bytes(start) = (out.bytes(start) ^ 0x80).toByte
+    }
+    override def writeZero(out: KeyBuffer): Unit = {
+      out.putLong(Long.MinValue)
+      out.putLong(0L)
     }
   }
 

@@ -49,6 +49,8 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       "all 16 columns of lineitem (strings, decimals, dates), four keys"),
     Shape("narrow", "SELECT l_orderkey, l_quantity FROM lineitem ORDER BY l_orderkey",
       "two columns, one long key (the sort Q18's join does)"),
+    Shape("nulls", "SELECT k, l_quantity FROM (SELECT IF(l_suppkey % 100 = 0, NULL, l_orderkey) AS k, l_quantity FROM lineitem) ORDER BY k",
+      "narrow rows, the long key 1% null (as an outer join's key may be)"),
     Shape("strings", "SELECT l_comment, l_shipinstruct, l_orderkey FROM lineitem ORDER BY l_comment, l_shipinstruct",
       "string keys (l_comment: 10-43 chars)"),
     Shape("two-key", "SELECT * FROM lineitem ORDER BY l_shipdate, l_extendedprice",

@@ -55,6 +55,23 @@ class SortKeyEncoderSuite extends AnyFunSuite {
     }
   }
 
+  test("a null of a fixed-width type is as long as a value: its flag, then the encoding of the type's zero") {
+    val fixedWidth = typedValues.filter {
+      case (_, _: StringType | BinaryType | NullType, _) => false
+      case _ => true
+    }
+    assert(fixedWidth.size > 15)
+    for ((name, dt, values) <- fixedWidth; (asc, nullsFirst) <- directions) {
+      val encoder = new SortKeyEncoder(Seq(SortKeyEncoder.Key(dt, asc, nullsFirst)))
+      val nullKey = encoder.encode(InternalRow(null))
+      val zeroKey = encoder.encode(InternalRow(zeroOf(dt)))
+      val what = s"$name ${if (asc) "ASC" else "DESC"} NULLS ${if (nullsFirst) "FIRST" else "LAST"}"
+      assert(nullKey.head == (if (nullsFirst) 0 else 2), s"$what: ${hex(nullKey)}")
+      assert(hex(nullKey.tail) == hex(zeroKey.tail), s"$what: null ${hex(nullKey)}, zero ${hex(zeroKey)}")
+      values.foreach(v => assert(encoder.encode(InternalRow(v)).length == nullKey.length, s"$what: $v"))
+    }
+  }
+
   test("several keys of mixed types and directions: the byte order is Spark's (ties go to the next key)") {
     val random = new Random(7)
     val ints = Seq[Any](null, 0, -1, 1, Int.MinValue)
@@ -147,6 +164,18 @@ object SortKeyEncoderSuite {
 
   private val binarySpecials: Seq[Array[Byte]] = Seq(Array.empty, Array(0), Array(0, 0), Array(0, -1), Array(-1), Array(-1, 0),
     Array(1), Array(0, 1), Array(127), Array(-128), Array.fill(100)(7.toByte), Array.fill(100)(7.toByte) :+ 0.toByte)
+
+  /** The zero of a fixed-width type, as an internal value. */
+  def zeroOf(dt: DataType): Any = dt match {
+    case BooleanType => false
+    case ByteType => 0.toByte
+    case ShortType => 0.toShort
+    case IntegerType | DateType | _: YearMonthIntervalType => 0
+    case FloatType => 0.0f
+    case DoubleType => 0.0d
+    case _: DecimalType => Decimal(0)
+    case _ => 0L // long, timestamps, day-time intervals, time
+  }
 
   /** (name, type, internal values without null) for every supported type. */
   val typedValues: Seq[(String, DataType, Seq[Any])] = Seq(
