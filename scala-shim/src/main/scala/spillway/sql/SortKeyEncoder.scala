@@ -3,9 +3,11 @@ package spillway.sql
 import java.math.{BigInteger, RoundingMode}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.SortOrder
+import org.apache.spark.sql.catalyst.expressions.{SortOrder, UnsafeRow}
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.Platform
+
+import spillway.SortBatch
 
 /**
  * Encodes the sort keys of a row as bytes whose unsigned lexicographic order is Spark's order of
@@ -55,6 +57,35 @@ final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key], ordinals: Array[Int]) 
         fields(i).write(keyRow, ordinal, out)
         if (descending(i)) out.invert(start)
       }
+      i += 1
+    }
+  }
+
+  /**
+   * The length of every key when every key is of a fixed-width type that [[encodeAt]] writes in
+   * place (all but decimals over 18 digits; nulls are padded to the width), else -1.
+   */
+  val fixedLength: Int =
+    if (Unaligned && fields.forall(_.width >= 0)) fields.map(1 + _.width).sum else -1
+
+  /**
+   * Writes the bytes [[encode]] would append for `keyRow`, [[fixedLength]] of them, at the native
+   * `address`, with no buffer between: the SQL sort writes a row's key straight into the sort's
+   * input batch. Only when `fixedLength >= 0`.
+   */
+  def encodeAt(keyRow: InternalRow, address: Long): Unit = {
+    var at = address
+    var i = 0
+    while (i < fields.length) {
+      val ordinal = ordinals(i)
+      if (keyRow.isNullAt(ordinal)) {
+        val n = nullEncodings(i)
+        SortBatch.copyTo(n, Platform.BYTE_ARRAY_OFFSET, at, n.length)
+      } else {
+        Platform.putByte(null, at, NotNull)
+        fields(i).writeAt(keyRow, ordinal, at + 1, descending(i))
+      }
+      at += 1 + fields(i).width
       i += 1
     }
   }
@@ -128,17 +159,47 @@ object SortKeyEncoder {
 
     /** Writes the encoding of the type's zero if the type is fixed-width, else nothing: a null's padding. */
     def writeZero(out: KeyBuffer): Unit = ()
+
+    /** The bytes of every value's encoding, if [[writeAt]] writes them in place; else -1. */
+    def width: Int = -1
+
+    /** Writes the value's encoding, [[width]] bytes, at the native `address`, inverted if `descending`. */
+    def writeAt(row: InternalRow, ordinal: Int, address: Long, descending: Boolean): Unit =
+      throw new UnsupportedOperationException(s"${getClass.getSimpleName} is not written in place")
   }
+
+  // In-place writes store words at any address, as SortBatch's copies do where the machine allows it.
+  private val Unaligned = Platform.unaligned()
+  private val LittleEndian = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN
+
+  private def putLongBE(address: Long, v: Long, descending: Boolean): Unit = {
+    val w = if (descending) ~v else v
+    Platform.putLong(null, address, if (LittleEndian) java.lang.Long.reverseBytes(w) else w)
+  }
+
+  private def putIntBE(address: Long, v: Int, descending: Boolean): Unit = {
+    val w = if (descending) ~v else v
+    Platform.putInt(null, address, if (LittleEndian) Integer.reverseBytes(w) else w)
+  }
+
+  private def putByte(address: Long, v: Int, descending: Boolean): Unit =
+    Platform.putByte(null, address, (if (descending) ~v else v).toByte)
 
   private object BooleanEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put(if (row.getBoolean(i)) 1.toByte else 0.toByte)
     override def writeZero(out: KeyBuffer): Unit = out.put(0.toByte)
+    override def width: Int = 1
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putByte(address, if (row.getBoolean(i)) 1 else 0, descending)
   }
 
   // Two's complement with the sign bit flipped, big-endian: negative values first.
   private object ByteEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.put((row.getByte(i) ^ 0x80).toByte)
     override def writeZero(out: KeyBuffer): Unit = out.put(0x80.toByte)
+    override def width: Int = 1
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putByte(address, row.getByte(i) ^ 0x80, descending)
   }
 
   private object ShortEncoder extends FieldEncoder {
@@ -151,48 +212,75 @@ object SortKeyEncoder {
       out.put(0x80.toByte)
       out.put(0.toByte)
     }
+    override def width: Int = 2
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit = {
+      val v = row.getShort(i) ^ 0x8000
+      putByte(address, v >>> 8, descending)
+      putByte(address + 1, v, descending)
+    }
   }
 
   private object IntEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putInt(row.getInt(i) ^ Int.MinValue)
     override def writeZero(out: KeyBuffer): Unit = out.putInt(Int.MinValue)
+    override def width: Int = 4
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putIntBE(address, row.getInt(i) ^ Int.MinValue, descending)
   }
 
   private object LongEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putLong(row.getLong(i) ^ Long.MinValue)
     override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
+    override def width: Int = 8
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putLongBE(address, row.getLong(i) ^ Long.MinValue, descending)
   }
 
   // Spark's order of floating point values: -0.0 equals 0.0, NaN equals NaN and is greater than
   // every other value (+Inf included). Normalise both, then map the IEEE bits to an unsigned order:
   // negative values have all bits inverted, the others only the sign bit.
   private object FloatEncoder extends FieldEncoder {
-    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
-      val f = row.getFloat(i)
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putInt(encoded(row.getFloat(i)))
+    private def encoded(f: Float): Int = {
       val bits = if (f == 0.0f) 0 else java.lang.Float.floatToIntBits(f) // canonical NaN: 0x7fc00000
-      out.putInt(if (bits < 0) ~bits else bits ^ Int.MinValue)
+      if (bits < 0) ~bits else bits ^ Int.MinValue
     }
     override def writeZero(out: KeyBuffer): Unit = out.putInt(Int.MinValue)
+    override def width: Int = 4
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putIntBE(address, encoded(row.getFloat(i)), descending)
   }
 
   private object DoubleEncoder extends FieldEncoder {
-    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
-      val d = row.getDouble(i)
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putLong(encoded(row.getDouble(i)))
+    private def encoded(d: Double): Long = {
       val bits = if (d == 0.0d) 0L else java.lang.Double.doubleToLongBits(d)
-      out.putLong(if (bits < 0) ~bits else bits ^ Long.MinValue)
+      if (bits < 0) ~bits else bits ^ Long.MinValue
     }
     override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
+    override def width: Int = 8
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putLongBE(address, encoded(row.getDouble(i)), descending)
   }
 
   // All values of a decimal column share the column's scale, so the unscaled values order them.
   // Up to 18 digits the unscaled value is a long.
   private final class CompactDecimalEncoder(precision: Int, scale: Int) extends FieldEncoder {
-    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = {
-      val d = row.getDecimal(i, precision, scale)
-      val v = if (d.scale == scale) d.toUnscaledLong else unscaled(d, scale).longValueExact()
-      out.putLong(v ^ Long.MinValue)
+    def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = out.putLong(encoded(row, i))
+    private def encoded(row: InternalRow, i: Int): Long = row match {
+      // An UnsafeRow holds a compact decimal as its unscaled long at the column's scale, the key's:
+      // read as such, with no Decimal made (its getDecimal makes one, two thirds of a date and
+      // decimal key's encoding, KeyEncodeBench).
+      case u: UnsafeRow => u.getLong(i) ^ Long.MinValue
+      case _ =>
+        val d = row.getDecimal(i, precision, scale)
+        val v = if (d.scale == scale) d.toUnscaledLong else unscaled(d, scale).longValueExact()
+        v ^ Long.MinValue
     }
     override def writeZero(out: KeyBuffer): Unit = out.putLong(Long.MinValue)
+    override def width: Int = 8
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit =
+      putLongBE(address, encoded(row, i), descending)
   }
 
   // Up to 38 digits (Spark's maximum) the unscaled value fits in 128 bits: written as a 16-byte
@@ -241,6 +329,8 @@ object SortKeyEncoder {
 
   private object NullEncoder extends FieldEncoder {
     def write(row: InternalRow, i: Int, out: KeyBuffer): Unit = ()
+    override def width: Int = 0 // the flag alone: every value is null
+    override def writeAt(row: InternalRow, i: Int, address: Long, descending: Boolean): Unit = ()
   }
 }
 

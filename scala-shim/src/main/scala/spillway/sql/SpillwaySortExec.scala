@@ -77,7 +77,8 @@ object SpillwaySortExec {
 /**
  * The rows of `input` sorted by their encoded keys, through a [[NativeSortSession]]. Lazy: the
  * input is consumed on the first `hasNext`, each row's key encoded and its `UnsafeRow` bytes
- * copied straight into the session's input batch, which the native side reads in place. The
+ * copied straight into the session's input batch, which the native side reads in place (a key of
+ * fixed-width types is encoded there too; others go through a reused buffer). The
  * returned `UnsafeRow` (one object, reused, as Spark's own sort does) points into the session's
  * output, with no copy.
  *
@@ -141,7 +142,10 @@ private[sql] final class SpillwaySortIterator(
   }
 
   private def addAll(): Unit = {
-    val key = new KeyBuffer(64)
+    // Keys of fixed-width types all have one length: each is written in place, straight into the
+    // batch, with no buffer between.
+    val fixedKeyLength = encoder.fixedLength
+    val key = if (fixedKeyLength < 0) new KeyBuffer(64) else null
     var toUnsafe: UnsafeProjection = null
     while (input.hasNext) {
       val inputRow = input.next()
@@ -151,18 +155,29 @@ private[sql] final class SpillwaySortIterator(
           if (toUnsafe == null) toUnsafe = unsafeProjection()
           toUnsafe(other)
       }
-      key.reset()
-      encoder.encode(keyRow(inputRow), key)
       val valueLength = value.getSizeInBytes
-      val size = HeaderBytes.toLong + key.length + valueLength
-      if (size > SortBatch.MaxRecordBytes) {
-        throw new IllegalArgumentException(s"a row of $valueLength bytes with a ${key.length}-byte sort key is too large for a sort batch (2 GiB)")
+      if (fixedKeyLength >= 0) {
+        val at = session.recordAt(recordBytes(fixedKeyLength, valueLength))
+        SortBatch.putHeader(at, fixedKeyLength, valueLength)
+        encoder.encodeAt(keyRow(inputRow), at + HeaderBytes)
+        SortBatch.copyTo(value.getBaseObject, value.getBaseOffset, at + HeaderBytes + fixedKeyLength, valueLength)
+      } else {
+        key.reset()
+        encoder.encode(keyRow(inputRow), key)
+        val at = session.recordAt(recordBytes(key.length, valueLength))
+        SortBatch.putHeader(at, key.length, valueLength)
+        SortBatch.copyTo(key.bytes, Platform.BYTE_ARRAY_OFFSET, at + HeaderBytes, key.length)
+        SortBatch.copyTo(value.getBaseObject, value.getBaseOffset, at + HeaderBytes + key.length, valueLength)
       }
-      val at = session.recordAt(size.toInt)
-      SortBatch.putHeader(at, key.length, valueLength)
-      SortBatch.copyTo(key.bytes, Platform.BYTE_ARRAY_OFFSET, at + HeaderBytes, key.length)
-      SortBatch.copyTo(value.getBaseObject, value.getBaseOffset, at + HeaderBytes + key.length, valueLength)
     }
+  }
+
+  private def recordBytes(keyLength: Int, valueLength: Int): Int = {
+    val size = HeaderBytes.toLong + keyLength + valueLength
+    if (size > SortBatch.MaxRecordBytes) {
+      throw new IllegalArgumentException(s"a row of $valueLength bytes with a $keyLength-byte sort key is too large for a sort batch (2 GiB)")
+    }
+    size.toInt
   }
 
   /**

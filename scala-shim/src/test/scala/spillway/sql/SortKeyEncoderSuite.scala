@@ -6,8 +6,9 @@ import java.util.Arrays
 import scala.util.Random
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Ascending, BoundReference, Descending, InterpretedOrdering, NullsFirst, NullsLast, SortOrder}
+import org.apache.spark.sql.catalyst.expressions.{Ascending, BoundReference, Descending, InterpretedOrdering, NullsFirst, NullsLast, SortOrder, UnsafeProjection}
 import org.apache.spark.sql.types._
+import org.apache.spark.unsafe.Platform
 import org.apache.spark.unsafe.types.UTF8String
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -70,6 +71,55 @@ class SortKeyEncoderSuite extends AnyFunSuite {
       assert(hex(nullKey.tail) == hex(zeroKey.tail), s"$what: null ${hex(nullKey)}, zero ${hex(zeroKey)}")
       values.foreach(v => assert(encoder.encode(InternalRow(v)).length == nullKey.length, s"$what: $v"))
     }
+  }
+
+  /** What `encodeAt` writes for `row`, read back from native memory; asserts it wrote no byte outside the key. */
+  private def encodedAt(encoder: SortKeyEncoder, row: InternalRow): Array[Byte] = {
+    val guard = 8
+    val mem = Platform.allocateMemory(encoder.fixedLength + 2L * guard)
+    try {
+      Platform.setMemory(mem, 0x55.toByte, encoder.fixedLength + 2L * guard)
+      encoder.encodeAt(row, mem + guard)
+      val all = new Array[Byte](encoder.fixedLength + 2 * guard)
+      Platform.copyMemory(null, mem, all, Platform.BYTE_ARRAY_OFFSET, all.length.toLong)
+      assert(all.take(guard).forall(_ == 0x55) && all.takeRight(guard).forall(_ == 0x55), "a byte outside the key was written")
+      all.slice(guard, guard + encoder.fixedLength)
+    } finally Platform.freeMemory(mem)
+  }
+
+  test("encodeAt writes in place the bytes encode appends, for every type of fixed width") {
+    val inPlace = typedValues.filter { case (_, dt, _) => new SortKeyEncoder(Seq(SortKeyEncoder.Key(dt, true, true))).fixedLength >= 0 }
+    assert(inPlace.map(_._1).toSet == typedValues.map(_._1).toSet -- Seq("string", "binary", "decimal(19,4)", "decimal(38,0)",
+      "decimal(38,10)", "decimal(38,38)"), "every type of fixed width but the wide decimals")
+    for ((name, dt, values) <- inPlace; (asc, nullsFirst) <- directions) {
+      val encoder = new SortKeyEncoder(Seq(SortKeyEncoder.Key(dt, asc, nullsFirst)))
+      val toUnsafe = UnsafeProjection.create(Array[DataType](dt))
+      for (v <- values :+ null) {
+        val row = InternalRow(v)
+        val expected = encoder.encode(row)
+        assert(expected.length == encoder.fixedLength, s"$name: $v")
+        assert(hex(encodedAt(encoder, row)) == hex(expected), s"$name ${if (asc) "ASC" else "DESC"}: $v")
+        // The same value in an UnsafeRow, as the sort reads it (a compact decimal is read as its long there).
+        val unsafe = toUnsafe(row)
+        assert(hex(encoder.encode(unsafe)) == hex(expected), s"$name ${if (asc) "ASC" else "DESC"}, UnsafeRow: $v")
+        assert(hex(encodedAt(encoder, unsafe)) == hex(expected), s"$name ${if (asc) "ASC" else "DESC"}, UnsafeRow: $v")
+      }
+    }
+    // Several keys, from columns of a wider row (at ordinals), nulls among them.
+    val random = new Random(11)
+    val keys = Seq(SortKeyEncoder.Key(IntegerType, true, false), SortKeyEncoder.Key(LongType, false, true),
+      SortKeyEncoder.Key(DoubleType, false, false), SortKeyEncoder.Key(ShortType, true, true))
+    val encoder = new SortKeyEncoder(keys, Array(3, 0, 2, 1))
+    assert(encoder.fixedLength == 5 + 9 + 9 + 3)
+    for (_ <- 0 until 200) {
+      def orNull(v: Any): Any = if (random.nextInt(5) == 0) null else v
+      val row = InternalRow(orNull(random.nextLong()), orNull(random.nextInt().toShort), orNull(random.nextGaussian()),
+        orNull(random.nextInt()))
+      assert(hex(encodedAt(encoder, row)) == hex(encoder.encode(row)))
+    }
+    // A string or a wide decimal among the keys: no fixed length.
+    assert(new SortKeyEncoder(keys :+ SortKeyEncoder.Key(StringType, true, true)).fixedLength == -1)
+    assert(new SortKeyEncoder(keys :+ SortKeyEncoder.Key(DecimalType(20, 2), true, true)).fixedLength == -1)
   }
 
   test("several keys of mixed types and directions: the byte order is Spark's (ties go to the next key)") {
