@@ -715,7 +715,8 @@ func TestInMemorySortKeyShapes(t *testing.T) {
 		{"int keys, many equal, one spare prefix byte", func() []byte {
 			return binary.BigEndian.AppendUint64([]byte{1}, uint64(r.IntN(40))*0x01010101010101)
 		}},
-		// Nullable: the null keys are a byte long, the others nine.
+		// Keys of two lengths: a null written as its flag alone, as the SQL encoder writes a string
+		// key's null (a fixed-width key's it pads), the others nine bytes.
 		{"int keys with nulls, many equal", func() []byte {
 			if r.IntN(5) == 0 {
 				return []byte{0}

@@ -18,7 +18,7 @@ import spillway.SortBatch
  * null of a fixed-width type the encoding of zero, so that such keys all have one length.
  *
  * @param keys the data type, direction and null ordering of each key, in sort order
- * @param ordinals where each key is in the rows given to [[encode]]: 0 until keys.size (a row of
+ * @param ordinals where each key is in the rows given to [[encode]] and [[encodeAt]]: 0 until keys.size (a row of
  *     the key values) by default; a sort whose keys are plain columns reads them from the input
  *     row itself and needs no projection of the keys
  */
@@ -65,7 +65,7 @@ final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key], ordinals: Array[Int]) 
    * The length of every key when every key is of a fixed-width type that [[encodeAt]] writes in
    * place (all but decimals over 18 digits; nulls are padded to the width), else -1.
    */
-  val fixedLength: Int =
+  @transient lazy val fixedLength: Int = // where it runs: the machine decides Unaligned
     if (Unaligned && fields.forall(_.width >= 0)) fields.map(1 + _.width).sum else -1
 
   /**
@@ -90,7 +90,7 @@ final class SortKeyEncoder(keys: Seq[SortKeyEncoder.Key], ordinals: Array[Int]) 
     }
   }
 
-  /** The encoding of `keyRow` as a fresh array (for tests and tools; the sort reuses a buffer). */
+  /** The encoding of `keyRow` as a fresh array (for tests and tools). */
   def encode(keyRow: InternalRow): Array[Byte] = {
     val out = new KeyBuffer(16)
     encode(keyRow, out)
@@ -334,7 +334,7 @@ object SortKeyEncoder {
   }
 }
 
-/** A growable byte buffer the keys are encoded into; reused for every row of a sort. */
+/** A growable byte buffer keys are encoded into, reused for every row of a sort whose keys are not written in place. */
 final class KeyBuffer(initialCapacity: Int) {
   var bytes: Array[Byte] = new Array[Byte](math.max(initialCapacity, 16))
   var length: Int = 0

@@ -157,9 +157,10 @@ private[sql] final class SpillwaySortIterator(
       }
       val valueLength = value.getSizeInBytes
       if (fixedKeyLength >= 0) {
+        val keys = keyRow(inputRow) // before the record is taken: a key expression that fails leaves none half-written
         val at = session.recordAt(recordBytes(fixedKeyLength, valueLength))
         SortBatch.putHeader(at, fixedKeyLength, valueLength)
-        encoder.encodeAt(keyRow(inputRow), at + HeaderBytes)
+        encoder.encodeAt(keys, at + HeaderBytes)
         SortBatch.copyTo(value.getBaseObject, value.getBaseOffset, at + HeaderBytes + fixedKeyLength, valueLength)
       } else {
         key.reset()
