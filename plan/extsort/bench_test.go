@@ -23,7 +23,7 @@ type benchCase struct {
 	budget    int64
 	tasks     int  // sorts run at once (0: one)
 	lz4       bool // runs compressed with lz4, Spark's default codec (else not at all)
-	pipelined bool // runs written pipelined (newSorterWith)
+	pipelined bool // runs written pipelined (Options.PipelinedRuns)
 }
 
 // BenchmarkSort sorts 1M records of 16-byte random keys and 16-byte values (40 MB encoded), added
@@ -281,7 +281,7 @@ func sortOnce(roots *spill.Roots, shared *spill.Shared, bc benchCase, batches []
 		return Stats{}, err
 	}
 	defer m.Close()
-	s, err := newSorterWith(m, bc.budget, bc.pipelined)
+	s, err := NewWith(m, bc.budget, Options{PipelinedRuns: bc.pipelined})
 	if err != nil {
 		return Stats{}, err
 	}

@@ -239,11 +239,7 @@ func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
 
 // NewWith is New with opts.
 func NewWith(m *spill.Manager, memoryBudget int64, opts Options) (*Sorter, error) {
-	return newSorterWith(m, memoryBudget, opts.PipelinedRuns)
-}
-
-// newSorterWith is New, writing runs pipelined when pipelined is set.
-func newSorterWith(m *spill.Manager, memoryBudget int64, pipelined bool) (*Sorter, error) {
+	pipelined := opts.PipelinedRuns
 	if m == nil {
 		return nil, &ConfigError{Reason: "no spill manager given"}
 	}

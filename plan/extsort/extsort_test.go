@@ -64,13 +64,13 @@ func newManager(t testing.TB, limit int64, fsys spill.FS) (*spill.Manager, strin
 	return m, root
 }
 
-// testPipelined has newSorter make sorters that write their runs pipelined (newSorterWith).
+// testPipelined has newSorter make sorters that write their runs pipelined (Options.PipelinedRuns).
 var testPipelined bool
 
 func newSorter(t testing.TB, m *spill.Manager, budget int64) *Sorter {
 	t.Helper()
 	mapped := offheap.Mapped()
-	s, err := newSorterWith(m, budget, testPipelined)
+	s, err := NewWith(m, budget, Options{PipelinedRuns: testPipelined})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = s.Close()
@@ -483,7 +483,7 @@ func TestLimitTooSmall(t *testing.T) {
 func TestWriteErrorDuringSpillLeaksNothing(t *testing.T) {
 	fsys := errorfs.Wrap(spill.OSFS{}, errorfs.Errno(syscall.EIO, errorfs.OnOp(errorfs.OpWrite)))
 	m, root := newManager(t, 1<<30, fsys)
-	s, err := newSorterWith(m, 8<<10, testPipelined)
+	s, err := NewWith(m, 8<<10, Options{PipelinedRuns: testPipelined})
 	require.NoError(t, err)
 	recs := randomRecords(9, 2000, 16, 16)
 	var addErr error

@@ -352,7 +352,7 @@ func TestRealDiskThatFillsAndFreesDuringTheMergeTakesRunsAgain(t *testing.T) {
 	assert.Empty(t, runFiles(t, good))
 }
 
-// Runs written pipelined (newSorterWith) pass the tests of every path that writes a run: spills at
+// Runs written pipelined (Options.PipelinedRuns) pass the tests of every path that writes a run: spills at
 // the budget, from Spark, during Next, intermediate passes, a run written again on another disk
 // after a real ENOSPC, and runs given up under the limit or a full disk, leaving no file behind.
 func TestPipelinedRunsPassTheSpillTests(t *testing.T) {

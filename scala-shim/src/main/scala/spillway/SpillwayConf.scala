@@ -168,8 +168,7 @@ object SpillwayConf {
    * @throws IllegalArgumentException naming the key and the value as given if it is not true or false
    */
   def sortPipelinedRuns(task: TaskContext, conf: SparkConf): Boolean = {
-    val value = Option(task.getLocalProperty(SortPipelinedRunsKey)).orElse(conf.getOption(SortPipelinedRunsKey))
-      .getOrElse("false")
+    val value = valueSet(SortPipelinedRunsKey, task, conf).getOrElse("false")
     booleanError(SortPipelinedRunsKey, value).foreach(e => throw new IllegalArgumentException(e))
     value.trim.equalsIgnoreCase("true")
   }
@@ -241,15 +240,16 @@ object SpillwayConf {
    *     never falls back to the default silently
    */
   private def read(s: ByteSetting, task: TaskContext, conf: SparkConf): Long = {
-    val value = valueSet(s, task, conf).getOrElse(s.default)
+    val value = valueSet(s.key, task, conf).getOrElse(s.default)
     parse(s, value) match {
       case Right(bytes) => bytes
       case Left(error) => throw new IllegalArgumentException(error)
     }
   }
-  private def valueSet(s: ByteSetting, task: TaskContext, conf: SparkConf): Option[String] =
-    Option(task.getLocalProperty(s.key)).orElse(conf.getOption(s.key))
 
+  /** The value of `key` set for `task`: its local property (the session conf) first, then `conf`. */
+  private def valueSet(key: String, task: TaskContext, conf: SparkConf): Option[String] =
+    Option(task.getLocalProperty(key)).orElse(conf.getOption(key))
 
   private val Units: Map[String, Int] = Map(
     "" -> 0, "b" -> 0, "k" -> 1, "kb" -> 1, "m" -> 2, "mb" -> 2, "g" -> 3, "gb" -> 3, "t" -> 4, "tb" -> 4,
