@@ -422,6 +422,9 @@ func (s *Sorter) Next(dst []byte) (int, error) {
 			return 0, err
 		}
 	}
+	if len(s.heap) == 1 && s.heap[0] == s.tail {
+		return s.nextFromMemory(dst)
+	}
 	n := 0
 	for len(s.heap) > 0 {
 		top := s.heap[0]

@@ -256,6 +256,39 @@ func (s *Sorter) mergeInto(p *pass) error {
 	return p.w.finish()
 }
 
+// nextFromMemory is Next when the in-memory records are the merge's only input (no run was
+// spilled, or the last run is done): they are copied out in index order, with no heap to keep and,
+// when they all have one size, no header read to size each. The state it leaves is advance's: the
+// tail's current record is the first that did not fit, or the tail is gone when none is left.
+func (s *Sorter) nextFromMemory(dst []byte) (int, error) {
+	src := s.tail
+	if len(src.rec) > len(dst) {
+		return 0, &RecordTooLargeError{Need: len(src.rec)}
+	}
+	n := copy(dst, src.rec)
+	size := s.mem.recordSize()
+	for pos := src.pos; pos < len(src.idx); pos++ {
+		if ahead := pos + prefetchAhead; ahead < len(src.idx) {
+			s.mem.prefetch(src.idx[ahead])
+		}
+		rec := s.mem.record(src.idx[pos])
+		l := size
+		if l == 0 {
+			l = recordSize(rec)
+		}
+		if l > len(dst)-n {
+			src.pos = pos + 1
+			src.rec, src.key = rec[:l], keyOf(rec)
+			return n, nil
+		}
+		n += copy(dst[n:], rec[:l])
+	}
+	src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil
+	s.mem.reset()
+	s.heap = pop(s.heap)
+	return n, nil
+}
+
 // advance moves src to its next record. An exhausted run's files are released by its reader,
 // and an exhausted tail's memory freed. Only a run's read can fail.
 func (s *Sorter) advance(src *source) error {
