@@ -280,13 +280,14 @@ func (s *Sorter) Add(batch []byte) error {
 	if s.merging {
 		return ErrAddAfterNext
 	}
-	if err := validate(batch); err != nil {
+	uniform, err := validate(batch)
+	if err != nil {
 		return err
 	}
 	for off := 0; off < len(batch); {
 		// Most records go in by runs, each with one copy: those that fit in the last chunk's room
 		// with the budget not reached, where the loop below would neither spill nor map a chunk.
-		if taken, records := s.mem.addRun(batch[off:], s.addLimit()); records > 0 {
+		if taken, records := s.mem.addRun(batch[off:], s.addLimit(), uniform); records > 0 {
 			s.maxRecord = max(s.maxRecord, int64(s.mem.maxRec))
 			s.stats.Records += int64(records)
 			off += taken
@@ -494,8 +495,35 @@ func (s *Sorter) check() error {
 	return nil
 }
 
-// validate checks that batch is a whole number of well-formed records, without reading outside it.
-func validate(batch []byte) error {
+// validate checks that batch is a whole number of well-formed records, without reading outside
+// it. When every record has the first one's header (one key length and one value length: a SQL
+// sort's rows of fixed-width columns), it returns their size, found with one independent load a
+// record rather than a walk from header to header; else 0.
+func validate(batch []byte) (uniform int, err error) {
+	if len(batch) >= headerSize {
+		h := binary.LittleEndian.Uint64(batch)
+		if k, v := h&0xffffffff, h>>32; k <= maxLen && v <= maxLen {
+			size := headerSize + int(k) + int(v)
+			if len(batch)%size == 0 && sameHeaders(batch, size, h) {
+				return size, nil
+			}
+		}
+	}
+	return 0, validateEach(batch)
+}
+
+// sameHeaders reports whether batch's records, if each had size bytes, would all have header h.
+func sameHeaders(batch []byte, size int, h uint64) bool {
+	for off := size; off < len(batch); off += size {
+		if binary.LittleEndian.Uint64(batch[off:]) != h {
+			return false
+		}
+	}
+	return true
+}
+
+// validateEach is validate's walk from each record's header to the next.
+func validateEach(batch []byte) error {
 	for off := 0; off < len(batch); {
 		left := len(batch) - off
 		if left < headerSize {

@@ -520,6 +520,9 @@ func TestMalformedBatches(t *testing.T) {
 		{"both lengths at MaxInt32", header(math.MaxInt32, math.MaxInt32), 0, "runs past the end"},
 		{"valid record then garbage", append(bytes.Clone(valid), 0xde, 0xad, 0xbe), 16, "truncated record header"},
 		{"valid record then bad lengths", append(bytes.Clone(valid), header(0xffffffff, 0)...), 16, "key length"},
+		// As long as two valid records: one stride of validate's check for a batch of one size.
+		{"valid records then bad lengths, a record long", append(append(bytes.Clone(valid), valid...), append(header(0xffffffff, 0), make([]byte, 8)...)...), 32, "key length"},
+		{"valid records then a longer one, a record long", append(append(bytes.Clone(valid), valid...), append(header(3, 6), "keyvalue"...)...), 32, "runs past the end"},
 	}
 	m, root := newManager(t, 1<<30, nil)
 	s := newSorter(t, m, 32) // any record added would be visible in memory or on disk
@@ -908,13 +911,55 @@ func TestRunsOfRecordsOfOneSizeAreShuffled(t *testing.T) {
 	assert.Less(t, float64(one.SpilledBytes)/float64(one.SpilledLogicalBytes), most*float64(several.SpilledBytes)/float64(several.SpilledLogicalBytes))
 }
 
+// validate finds a batch whose records all have one header, and only such a batch.
+func TestValidateFindsBatchesOfOneRecordSize(t *testing.T) {
+	rec := func(k, v string) []byte { return AppendRecord(nil, []byte(k), []byte(v)) }
+	cat := func(recs ...[]byte) []byte { return bytes.Join(recs, nil) }
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		want  int
+	}{
+		{"empty", nil, 0},
+		{"one record", rec("key", "value"), 16},
+		{"three of one size", cat(rec("k1", "v1"), rec("k2", "v2"), rec("k3", "v3")), 12},
+		{"one size, another split", cat(rec("k1", "v1"), rec("k", "v12")), 0},
+		{"sizes that differ", cat(rec("k1", "v1"), rec("k2", "v22")), 0},
+		{"empty records", cat(rec("", ""), rec("", "")), headerSize},
+	} {
+		got, err := validate(tc.batch)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, got, tc.name)
+	}
+}
+
 // addRun takes records up to the last chunk's room and the budget, no further, and leaves the
-// table as adding them one by one does.
+// table as adding them one by one does, whether or not it is told they all have one size, for
+// keys whose tracked bytes end inside a word, at a word's end, or past maxTracked.
 func TestAddRunStopsAtTheRoomAndTheBudget(t *testing.T) {
-	const size = headerSize + 9 + 8 // each record's bytes
+	for _, keyLen := range []int{3, 8, 9, 20, maxTracked + 6} {
+		for _, uniform := range []bool{false, true} {
+			t.Run(fmt.Sprintf("key=%d/uniform=%t", keyLen, uniform), func(t *testing.T) {
+				testAddRunStops(t, keyLen, uniform)
+			})
+		}
+	}
+}
+
+func testAddRunStops(t *testing.T, keyLen int, uniform bool) {
+	size := headerSize + keyLen + 8 // each record's bytes
 	var batch []byte
 	for i := range 100 {
-		batch = AppendRecord(batch, sqlLongKey(nil, uint64(100-i), false), binary.LittleEndian.AppendUint64(nil, uint64(i)))
+		// Keys that differ in a few bytes only, the last among them, so that the tracked
+		// differences say which.
+		key := bytes.Repeat([]byte{0x5a}, keyLen)
+		key[keyLen-1] ^= byte(i)
+		key[keyLen/2] ^= byte(i % 3)
+		batch = AppendRecord(batch, key, binary.LittleEndian.AppendUint64(nil, uint64(i)))
+	}
+	given := 0
+	if uniform {
+		given = size
 	}
 	for _, tc := range []struct {
 		name        string
@@ -934,7 +979,7 @@ func TestAddRunStopsAtTheRoomAndTheBudget(t *testing.T) {
 			require.NoError(t, one.add(batch[:size]))
 			chunk := &one.chunks[0][0]
 			limit := one.memory() + tc.limitAfter*entrySize
-			taken, records := one.addRun(batch[size:], limit)
+			taken, records := one.addRun(batch[size:], limit, given)
 			assert.Equal(t, tc.wantRecords, records)
 			assert.Equal(t, tc.wantRecords*size, taken)
 			assert.Same(t, chunk, &one.chunks[0][0], "the chunk moved")

@@ -130,13 +130,25 @@ func (t *memTable) add(rec []byte) error {
 // formed, as validate checks) that fits in the last chunk's room and keeps memory() within limit,
 // and returns the bytes and the records it took: none when the first does not fit, or when no
 // record is held yet. Adding those records one by one would neither spill nor map a chunk.
-func (t *memTable) addRun(recs []byte, limit int64) (taken, records int) {
+// uniform is validate's: the size of every record in recs, or 0 if they differ.
+func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records int) {
 	last := len(t.chunks) - 1
 	if last < 0 || t.n == 0 {
 		return 0, 0
 	}
 	room := cap(t.chunks[last]) - len(t.chunks[last])
 	entries := (limit - t.memory()) / entrySize // the records the budget has room for
+	if uniform > 0 {
+		records = int(min(int64(room/uniform), int64(len(recs)/uniform), max(entries, 0)))
+		taken = records * uniform
+		if records > 0 {
+			t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
+			t.trackUniform(recs[:taken], uniform)
+			t.n += records
+			t.chunks[last] = append(t.chunks[last], recs[:taken]...)
+		}
+		return taken, records
+	}
 	for taken < len(recs) && int64(records) < entries {
 		size := recordSize(recs[taken:])
 		if size > room-taken {
@@ -184,6 +196,47 @@ func (t *memTable) track(key []byte) {
 	}
 	for ; i < n; i++ {
 		t.diff[i/8] |= uint64(key[i]^t.first[i]) << (8 * (i % 8))
+	}
+}
+
+// trackUniform is track for each record of recs, records of size bytes with one key length (a
+// run that validate found uniform), with records held already: the key bytes compared are the
+// same for every record, so the loop does nothing else.
+func (t *memTable) trackUniform(recs []byte, size int) {
+	keyLen := int(binary.LittleEndian.Uint32(recs))
+	t.minKey, t.maxKey = min(t.minKey, keyLen), max(t.maxKey, keyLen)
+	n := min(t.minKey, t.firstLen)
+	words := n / 8
+	var diff [maxTracked / 8]uint64
+	for off := 0; off < len(recs); off += size {
+		key := recs[off+headerSize : off+headerSize+n]
+		for i := range words {
+			diff[i] |= binary.LittleEndian.Uint64(key[8*i:]) ^ binary.LittleEndian.Uint64(t.first[8*i:])
+		}
+	}
+	for i := range words {
+		t.diff[i] |= diff[i]
+	}
+	if n%8 == 0 {
+		return
+	}
+	// The bytes past the last whole word: one word a record, the 8 bytes that end with the key's
+	// n-th when it has them, else byte by byte.
+	if n >= 8 {
+		p := n - 8
+		var tail uint64
+		for off := 0; off < len(recs); off += size {
+			tail |= binary.LittleEndian.Uint64(recs[off+headerSize+p:]) ^ binary.LittleEndian.Uint64(t.first[p:])
+		}
+		shift := 8 * uint(p%8)
+		t.diff[p/8] |= tail << shift
+		t.diff[p/8+1] |= tail >> (64 - shift)
+		return
+	}
+	for off := 0; off < len(recs); off += size {
+		for i := 0; i < n; i++ {
+			t.diff[0] |= uint64(recs[off+headerSize+i]^t.first[i]) << (8 * i)
+		}
 	}
 }
 
