@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Keys whose varying bytes fit in a word beside the record's place take the LSD path, and it
-// sorts as the reference does: by key, equal keys in insertion order. The shapes cover no pass
-// (all keys equal: the words stay in the first half), one and three passes (the result in the
-// scratch half), two passes (back in the first half), a digit every key shares (its pass
-// skipped), windows that are not contiguous, records of several sizes (found by their headers,
+// Keys whose varying bytes fit in a word beside the record's place take the short-key path, and
+// it sorts as the reference does: by key, equal keys in insertion order. The shapes cover no pass
+// (all keys equal: the words stay in the first half), one pass (the result in the scratch half),
+// keys of more bits than a digit (the top digit's pass, then its buckets: all keys equal, a few
+// words sorted whole, one pass or two within), a digit every key shares (its pass skipped), windows that are not contiguous, records of several sizes (found by their headers,
 // not a stride), a nullable key's nulls padded to its width, and small chunks, so that the
 // place's chunk bits are many.
 func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
@@ -29,16 +29,31 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 		{"all keys equal", maxChunk, 0, func() []byte { return long(42) }, false},
 		{"one varying byte, many equal", maxChunk, 1, func() []byte { return long(uint64(r.IntN(200))) }, false},
 		{"two varying bytes", maxChunk, 2, func() []byte { return long(uint64(r.IntN(1 << 16))) }, false},
-		{"three varying bytes, a join key: two passes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }, false},
-		{"four varying bytes: three passes", maxChunk, 4, func() []byte { return long(uint64(r.IntN(1 << 30))) }, false},
-		// Bits 0, 8, 16, 30 and 33 vary (each of bytes 0-4 varies): four digits of 9 bits, the
-		// third (bits 18-26) the same in every key.
-		{"a digit every key shares", maxChunk, 5, func() []byte {
+		{"a join key: three varying bytes", maxChunk, 3, func() []byte { return long(uint64(r.IntN(1<<22) + 1)) }, false},
+		{"four varying bytes", maxChunk, 4, func() []byte { return long(uint64(r.IntN(1 << 30))) }, false},
+		// Bits 0, 8, 16, 30 and 33 vary (each of bytes 0-4 varies): 34 bits, more than two
+		// digits; the 5,000 records spread over the top digit's buckets a few each, which are
+		// sorted whole.
+		{"bits far apart, small buckets", maxChunk, 5, func() []byte {
 			v := uint64(0)
 			for _, b := range []uint{0, 8, 16, 30, 33} {
 				v |= uint64(r.IntN(2)) << b
 			}
 			return long(v)
+		}, false},
+		// More varying bits than two digits: the top digit's pass, then each of its buckets.
+		// Few values, each alone in its top-digit bucket (a day-time interval key): one pass.
+		{"few values over many bits", maxChunk, 3, func() []byte { return long(uint64(r.IntN(50)) * 60_000_000) }, false},
+		// Bits 0-13, 16 and 30 vary: two top-digit buckets (bits 20-30) of ~2,500 records whose
+		// 20 bits below take two passes.
+		{"large buckets, two passes within", maxChunk, 4, func() []byte {
+			return long(uint64(r.IntN(2))<<30 | uint64(r.IntN(2))<<16 | uint64(r.IntN(1<<14)))
+		}, false},
+		// Bits 0-9, 22 and 31 vary: four top-digit buckets (bits 21-31) whose 21 bits below are
+		// two digits, the upper (bits 11-20) the same in every key: one pass, its result copied
+		// back.
+		{"large buckets, a digit within every key shares", maxChunk, 4, func() []byte {
+			return long(uint64(r.IntN(2))<<31 | uint64(r.IntN(2))<<22 | uint64(r.IntN(1<<10)))
 		}, false},
 		{"descending", maxChunk, 3, func() []byte { return sqlLongKey(nil, uint64(r.IntN(1<<20)), true) }, false},
 		// The value's bytes 0 and 2 vary, byte 1 never: the window skips it, two key bytes.
