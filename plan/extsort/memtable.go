@@ -121,7 +121,7 @@ func (t *memTable) add(rec []byte) error {
 	} else {
 		t.minRec, t.maxRec = min(t.minRec, len(rec)), max(t.maxRec, len(rec))
 	}
-	t.track(keyOf(rec))
+	t.track(rec, len(rec))
 	t.n++
 	return nil
 }
@@ -143,7 +143,7 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 		taken = records * uniform
 		if records > 0 {
 			t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
-			t.trackUniform(recs[:taken], uniform)
+			t.track(recs[:taken], uniform)
 			t.n += records
 			t.chunks[last] = append(t.chunks[last], recs[:taken]...)
 		}
@@ -155,7 +155,7 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 			break
 		}
 		t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
-		t.track(keyOf(recs[taken:]))
+		t.track(recs[taken:taken+size], size)
 		t.n++
 		taken += size
 		records++
@@ -181,31 +181,19 @@ func (t *memTable) newChunk(size int) ([]byte, error) {
 	return c[:0], nil
 }
 
-// track updates the key bytes that vary and the key lengths with a key added.
-func (t *memTable) track(key []byte) {
+// track updates the key bytes that vary and the key lengths with the records of recs added,
+// records of size bytes with one key length: one record, or a run that validate found uniform.
+// The key bytes compared are then the same for every record, so the loop does nothing else.
+// The first record held (one, alone in recs) sets the bytes the others are compared with.
+func (t *memTable) track(recs []byte, size int) {
+	keyLen := int(binary.LittleEndian.Uint32(recs))
 	if t.n == 0 {
-		t.firstLen = copy(t.first[:], key)
-		t.minKey, t.maxKey = len(key), len(key)
+		t.firstLen = copy(t.first[:], recs[headerSize:headerSize+keyLen])
+		t.minKey, t.maxKey = keyLen, keyLen
 		return
 	}
-	t.minKey, t.maxKey = min(t.minKey, len(key)), max(t.maxKey, len(key))
-	n := min(t.minKey, t.firstLen) // the bytes past minKey are never in a window
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		t.diff[i/8] |= binary.LittleEndian.Uint64(key[i:]) ^ binary.LittleEndian.Uint64(t.first[i:])
-	}
-	for ; i < n; i++ {
-		t.diff[i/8] |= uint64(key[i]^t.first[i]) << (8 * (i % 8))
-	}
-}
-
-// trackUniform is track for each record of recs, records of size bytes with one key length (a
-// run that validate found uniform), with records held already: the key bytes compared are the
-// same for every record, so the loop does nothing else.
-func (t *memTable) trackUniform(recs []byte, size int) {
-	keyLen := int(binary.LittleEndian.Uint32(recs))
 	t.minKey, t.maxKey = min(t.minKey, keyLen), max(t.maxKey, keyLen)
-	n := min(t.minKey, t.firstLen)
+	n := min(t.minKey, t.firstLen) // the bytes past minKey are never in a window
 	words := n / 8
 	var diff [maxTracked / 8]uint64
 	for off := 0; off < len(recs); off += size {

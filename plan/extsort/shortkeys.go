@@ -61,14 +61,14 @@ func (t *memTable) shortKeys(w *window) (shortKeyLayout, bool) {
 // equal keys keep their insertion order with no pass over the places. Bits that fit two digits
 // of shortKeyDigitBits take a pass a digit, the lowest first; more take a pass by the top digit,
 // then each of its buckets is sorted by the bits below, in the cache, or left as it is when its
-// keys are all equal (a key of few values: one pass in all; see sortShortKeysByTopDigit). The words take the first half of mem
-// and the passes use the second half as scratch, so the sort needs no memory beyond the index's
-// 16 bytes a record; the sorted words are then widened in place into entries. Against the
-// in-place MSD sort (sortEntries), whose swaps branch unpredictably and which must go down to
-// buckets of a few records, the byte-a-pass first version took 42% less time on a join key and
-// 62% less on a key of few values; digits of 11 bits took 15% off the join key's again; the top
-// digit first took 20% off the key of few values, and 18% off a day-time interval key's 2 M
-// records (BenchmarkSortedIndex).
+// keys are all equal (a key of few values: one pass in all; see sortShortKeysByTopDigit). The
+// words take the first half of mem and the passes use the second half as scratch, so the sort
+// needs no memory beyond the index's 16 bytes a record; the sorted words are then widened in
+// place into entries. Against the in-place MSD sort (sortEntries), whose swaps branch
+// unpredictably and which must go down to buckets of a few records, the byte-a-pass first version
+// took 42% less time on a join key and 62% less on a key of few values; digits of 11 bits took
+// 15% off the join key's again; the top digit first took 20% off the key of few values, and 18%
+// off a day-time interval key's 2 M records (BenchmarkSortedIndex).
 func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 	layout, ok := t.shortKeys(w)
 	if !ok {
