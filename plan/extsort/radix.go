@@ -58,6 +58,12 @@ func (t *memTable) sortPast(tied []entry, end int) {
 	for {
 		ended := 0
 		for k := range tied {
+			// The tied records are scattered over the arena, each a cache miss: ask for them
+			// ahead, as the output does, so that the misses overlap. The entries ahead have not
+			// been moved yet (the swap below moves only entries already read).
+			if k+prefetchAhead < len(tied) {
+				t.prefetch(tied[k+prefetchAhead])
+			}
 			key := keyOf(t.record(tied[k]))
 			if len(key) <= end {
 				tied[k].prefix = uint64(len(key))
@@ -86,7 +92,10 @@ func (t *memTable) sortPast(tied []entry, end int) {
 		// one pass, rather than a pass over the records for each 8.
 		first := keyOf(t.record(rest[0]))[end:]
 		shared := len(first)
-		for _, e := range rest[1:] {
+		for k, e := range rest[1:] {
+			if k+1+prefetchAhead < len(rest) {
+				t.prefetch(rest[k+1+prefetchAhead])
+			}
 			shared = min(shared, sharedLen(first, keyOf(t.record(e))[end:]))
 		}
 		tied, end = rest, end+shared
