@@ -75,7 +75,8 @@ func BenchmarkSortOrderByText(b *testing.B) {
 // ORDER BY l_orderkey over (l_orderkey, l_quantity): a 9-byte key (a null flag, the long
 // big-endian with its sign flipped) over 500,000 distinct values, about 4 rows a key, and the
 // 24-byte UnsafeRow (41 bytes encoded, 82 MB in all), in memory and with a budget that makes one
-// spill, as a task of the SQL bench does in 256 MiB of off-heap memory shared by two.
+// spill, as a task of the SQL bench does in 256 MiB of off-heap memory shared by two; that spill
+// also in lz4, the executor's default spill codec.
 func BenchmarkSortNarrow(b *testing.B) {
 	const records = 2 << 20
 	r := rand.New(rand.NewPCG(18, 18))
@@ -86,7 +87,8 @@ func BenchmarkSortNarrow(b *testing.B) {
 		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
 		return AppendRecord(dst, sqlLongKey(nil, k, false), value)
 	})
-	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=96MiB", budget: 96 << 20, tasks: 1}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}})
+	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=96MiB", budget: 96 << 20, tasks: 1},
+		{name: "spill/budget=96MiB/lz4", budget: 96 << 20, tasks: 1, lz4: true}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}})
 }
 
 // BenchmarkSortStrings sorts 1M records shaped like Spark SQL's string sort,

@@ -58,7 +58,10 @@
 // run's arena chunks are kept, emptied, and the next records fill them (as many as leave the
 // next run room under the budget, and counted in MemoryUsed); they are freed by Spill, by a
 // SpillToRefill with no records in memory, when the merge starts, and at Close. Mapping them
-// again would have the kernel clear every page.
+// again would have the kernel clear every page. The first two of these spills write only the
+// older half of the records (the oldest chunks), whose chunks the next records fill: a sort whose
+// input is under one and a half budgets then writes half a budget instead of one, and no input
+// makes the sort write more than whole spills would (see Sorter.spill).
 //
 // MemoryUsed counts what the sorter really holds: the capacity of its record arena (records are
 // copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
@@ -200,6 +203,7 @@ type Sorter struct {
 	mem       memTable // records held in memory, in insertion order
 	maxRecord int64    // the largest record added, encoded: a read buffer may grow to it
 	runs      []*run   // sorted runs, oldest first
+	halves    int      // runs written of the older half of the records (spill)
 	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
 	chunk     int      // the chunk size of the run files
 	pipelined bool     // runs are written pipelined (spill.FramedOptions.Pipelined)
@@ -268,7 +272,8 @@ func readerMemory(chunk int) int64 {
 // Add copies the records of batch into the sort; the caller may reuse batch afterwards. The whole
 // batch is checked first: if it is malformed, Add returns a *BatchError, adds nothing, and the
 // sorter stays usable. When holding a record would take MemoryUsed over the budget, Add first
-// spills what it holds as a sorted run. If that spill fails, part of the batch may have been
+// spills what it holds as a sorted run (the first two times the older half of it, see Memory in
+// the package doc). If that spill fails, part of the batch may have been
 // added, so the sorter is broken: the error (wrapping a *spill.LimitError, say) is returned, and
 // every later call but Close fails.
 func (s *Sorter) Add(batch []byte) error {
@@ -334,7 +339,8 @@ func (s *Sorter) Spill() (freed int64, err error) { return s.spillMemory(false) 
 // grant the sort's own next batch. The run's arena chunks are kept, emptied, for the next records
 // to fill, as when Add spills at the budget, and stay counted in MemoryUsed, so it frees only the
 // index, the spill writer's reservation (see MemoryUsed in the package doc) and the chunks past
-// what the next run needs. With no records in memory it is Spill:
+// what the next run needs; and like Add's, the first two such spills write only the older half of
+// the records, which frees the index of that half. With no records in memory it is Spill:
 // the caller needs memory the sort holds, and only the spares are left to free.
 func (s *Sorter) SpillToRefill() (freed int64, err error) { return s.spillMemory(true) }
 

@@ -305,6 +305,63 @@ func (t *memTable) reuse() {
 	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena}
 }
 
+// splitOlder moves the records of the oldest chunks, those that hold the nearest to half the
+// bytes of the records (chunks grow, so a chunk more may pass half by far), into a table of their
+// own, and returns it: it keeps the tracked key bytes and lengths, those of every record held,
+// which bound its own. The last chunk, which records are added to, always stays; ok is false when
+// it is the only one.
+func (t *memTable) splitOlder() (old memTable, ok bool) {
+	if len(t.chunks) < 2 {
+		return memTable{}, false
+	}
+	used := 0
+	for _, c := range t.chunks {
+		used += len(c)
+	}
+	k, bytes, arena := 0, 0, int64(0)
+	// A chunk more while it brings the bytes nearer half: bytes+len < half, or past it by less
+	// than bytes falls short.
+	for ; k < len(t.chunks)-1 && (k == 0 || 2*bytes+len(t.chunks[k]) < used); k++ {
+		bytes += len(t.chunks[k])
+		arena += int64(cap(t.chunks[k]))
+	}
+	n := 0
+	if size := t.recordSize(); size > 0 {
+		n = bytes / size
+	} else {
+		for _, c := range t.chunks[:k] {
+			for off := 0; off < len(c); off += recordSize(c[off:]) {
+				n++
+			}
+		}
+	}
+	old = *t
+	old.chunks = slices.Clone(t.chunks[:k])
+	old.spare, old.index, old.indexMem = nil, nil, nil
+	old.n, old.arena = n, arena
+	t.chunks = slices.Delete(t.chunks, 0, k)
+	t.n -= n
+	t.arena -= arena
+	return old, true
+}
+
+// rejoin puts back the records that splitOlder moved to old, before the others, as they were.
+func (t *memTable) rejoin(old *memTable) {
+	old.freeIndex()
+	t.chunks = append(old.chunks, t.chunks...)
+	t.n += old.n
+	t.arena += old.arena
+	*old = memTable{}
+}
+
+// adoptSpares takes old's spare chunks (old emptied by reuse) as spares of its own.
+func (t *memTable) adoptSpares(old *memTable) {
+	t.spare = append(t.spare, old.spare...)
+	slices.SortFunc(t.spare, func(a, b []byte) int { return cmp.Compare(cap(b), cap(a)) })
+	t.arena += old.arena
+	*old = memTable{}
+}
+
 // freeSpare gives back spare chunks, the smallest first, until the arena takes at most limit
 // bytes or no spare is left.
 func (t *memTable) freeSpare(limit int64) {

@@ -35,7 +35,7 @@ func (s *Sorter) spillTail() (int64, error) {
 		return 0, nil
 	}
 	before := s.memoryUsed()
-	r, err := s.writeRun(src.idx[src.pos-1:]) // from the current record on
+	r, err := s.writeRun(&s.mem, src.idx[src.pos-1:]) // from the current record on
 	if err != nil {
 		return 0, err
 	}

@@ -343,9 +343,10 @@ public final class NativeSpill {
    *
    * @param refill the caller adds more records at once (Spark spills the sort to grant the
    *     sort's own next batch): the sort keeps its record arena, emptied and counted in {@link
-   *     #sortMemoryUsed}, for them to fill, and frees only its index and its spill writer's
-   *     reservation; with no records in memory it frees the arena too. Otherwise every byte the
-   *     records took is freed.
+   *     #sortMemoryUsed}, for them to fill, and frees only the index of the records written
+   *     (the first two such spills write the older half of the records: a sort a little larger
+   *     than its memory then writes half as much); with no records in memory it frees the arena
+   *     too. Otherwise every record is written and every byte the records took is freed.
    * @return bytes of memory freed, 0 if there was nothing worth spilling
    */
   public static native long sortSpill(long sort, boolean refill) throws IOException;

@@ -164,7 +164,8 @@ private[spillway] final class NativeSortSession private (
    * Spark asks for memory back (for another consumer, or for ourselves when Spark is short): write
    * what the sort holds as a run and give the memory freed back to Spark. When the memory is for
    * ourselves (the next batch, a buffer), the sort keeps its record arena, emptied, for the
-   * records that come next: mapping it again would have the kernel clear every page. If that
+   * records that come next (mapping it again would have the kernel clear every page), and its
+   * first two such spills write only the older half of the records (see sortSpill). If that
    * still leaves the session short, it spills again and gives everything back.
    *
    * @return bytes given back to Spark
