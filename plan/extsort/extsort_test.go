@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -502,6 +503,52 @@ func TestFirstSpillWritesTheOlderHalf(t *testing.T) {
 	assert.Greater(t, st.SpilledMemory, int64(budget/3), "about half the budget written")
 	assert.Less(t, st.SpilledMemory, int64(budget*2/3), "about half the budget written")
 	assertSorted(t, recs, drain(t, s, 64<<10))
+}
+
+// splitOlder counts the records it moves from the chunks' starts, without reading them: records
+// of many sizes, added one by one and by runs, the counts checked against a walk of the chunks;
+// rejoin puts the table back as it was.
+func TestSplitOlderCountsRecordsAndRejoinRestores(t *testing.T) {
+	recs := randomRecords(23, 30_000, 9, 60)
+	mt := memTable{chunkSize: 64 << 10}
+	batch := encode(recs[:10_000])
+	for off := 0; off < len(batch); {
+		if taken, _ := mt.addRun(batch[off:], math.MaxInt64, 0); taken > 0 {
+			off += taken
+			continue
+		}
+		size := recordSize(batch[off:])
+		require.NoError(t, mt.add(batch[off:off+size]))
+		off += size
+	}
+	for _, r := range recs[10_000:] {
+		require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
+	}
+	defer mt.reset()
+	walk := func(chunks [][]byte) (n int) {
+		for _, c := range chunks {
+			for off := 0; off < len(c); off += recordSize(c[off:]) {
+				n++
+			}
+		}
+		return n
+	}
+	chunks, n, arena := slices.Clone(mt.chunks), mt.n, mt.arena
+	old, ok := mt.splitOlder()
+	require.True(t, ok)
+	assert.Equal(t, walk(old.chunks), old.n)
+	assert.Equal(t, walk(mt.chunks), mt.n)
+	assert.Equal(t, n, old.n+mt.n)
+	assert.InDelta(t, n/2, old.n, float64(n)/4, "about half the records")
+	assert.Equal(t, arena, old.arena+mt.arena)
+	assert.Zero(t, mt.starts[0])
+	mt.rejoin(&old)
+	assert.Equal(t, chunks, mt.chunks)
+	assert.Equal(t, n, mt.n)
+	assert.Equal(t, arena, mt.arena)
+	for i := range mt.chunks {
+		assert.Equal(t, walk(mt.chunks[:i]), mt.starts[i], "chunk %d", i)
+	}
 }
 
 // When the older half cannot be written, the records go back where they were: the sort holds

@@ -38,6 +38,7 @@ type memTable struct {
 	chunkSize int
 	nextChunk int      // the size of the next chunk, up to chunkSize
 	chunks    [][]byte // only the last chunk is appended to
+	starts    []int    // per chunk, the records held in the chunks before it: splitOlder reads no record
 	spare     [][]byte // emptied chunks (reuse) that new records fill before any is mapped, largest first
 	n         int      // records held
 	arena     int64    // capacity of all chunks, spares included: the memory they really take
@@ -113,6 +114,7 @@ func (t *memTable) add(rec []byte) error {
 			return err
 		}
 		t.chunks = append(t.chunks, c)
+		t.starts = append(t.starts, t.n)
 		last++
 	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
@@ -325,21 +327,15 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 		bytes += len(t.chunks[k])
 		arena += int64(cap(t.chunks[k]))
 	}
-	n := 0
-	if size := t.recordSize(); size > 0 {
-		n = bytes / size
-	} else {
-		for _, c := range t.chunks[:k] {
-			for off := 0; off < len(c); off += recordSize(c[off:]) {
-				n++
-			}
-		}
-	}
+	n := t.starts[k] // the records of chunks[:k]
 	old = *t
-	old.chunks = slices.Clone(t.chunks[:k])
+	old.chunks, old.starts = slices.Clone(t.chunks[:k]), slices.Clone(t.starts[:k])
 	old.spare, old.index, old.indexMem = nil, nil, nil
 	old.n, old.arena = n, arena
-	t.chunks = slices.Delete(t.chunks, 0, k)
+	t.chunks, t.starts = slices.Delete(t.chunks, 0, k), slices.Delete(t.starts, 0, k)
+	for i := range t.starts {
+		t.starts[i] -= n
+	}
 	t.n -= n
 	t.arena -= arena
 	return old, true
@@ -348,7 +344,10 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 // rejoin puts back the records that splitOlder moved to old, before the others, as they were.
 func (t *memTable) rejoin(old *memTable) {
 	old.freeIndex()
-	t.chunks = append(old.chunks, t.chunks...)
+	for i := range t.starts {
+		t.starts[i] += old.n
+	}
+	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
 	t.n += old.n
 	t.arena += old.arena
 	*old = memTable{}
