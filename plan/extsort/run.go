@@ -55,9 +55,9 @@ func (r *run) size() int64 {
 }
 
 // spill writes the in-memory records, or the older half of them, as one sorted run and returns
-// the memory freed. With keep,
-// their chunks stay as spares for the records that come next (memTable.reuse), as many as leave
-// the next run room for as many records as this one under the budget; else every byte goes.
+// the memory freed. With keep, their chunks stay as spares for the records that come next
+// (memTable.reuse), as many as leave the next run room for as many records as this one under the
+// budget; else every byte goes.
 //
 // The first two spills with keep write only the older half of the records (spillOlder), and the
 // next records fill the half's chunks. A sort that runs out of its memory has learnt that its
@@ -75,8 +75,11 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 	held := s.mem.memory()
 	if keep && s.halves < 2 {
 		if old, ok := s.mem.splitOlder(); ok {
-			s.halves++
-			return s.spillOlder(&old, held)
+			freed, err := s.spillOlder(&old, held)
+			if err == nil {
+				s.halves++
+			}
+			return freed, err
 		}
 	}
 	idx, err := s.mem.sortedIndex()
