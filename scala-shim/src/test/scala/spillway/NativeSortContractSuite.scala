@@ -145,26 +145,39 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     } finally NativeSpill.releaseSort(sort)
   }
 
-  test("sortSpill with refill keeps the arena for the next records; with nothing in memory it frees it") {
+  test("sortSpill with refill keeps the arena for the next records, the first two times writing the older half; with nothing in memory it frees it") {
     val sort = NativeSpill.createSort(plan, 64L << 20)
     try {
+      val value = Array.fill[Byte](100)(1)
+      val recordBytes = SortBatch.recordBytes(b("key00000000"), value)
       def add(from: Int, n: Int): Unit = {
-        val encoded = batch(Seq.tabulate(n)(i => b(f"key${(from + i) * 7919 % 100003}%08d") -> Array.fill[Byte](100)(1)): _*)
+        val encoded = batch(Seq.tabulate(n)(i => b(f"key${(from + i) * 7919 % 100003}%08d") -> value): _*)
         NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+      }
+      def written: Long = {
+        val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+        NativeSpill.sortStats(sort, stats)
+        stats(NativeSpill.sortStatsIndex("spilledLogicalBytes")) / recordBytes
       }
       // The buffers of the writer a spill of the records takes, reserved with the first record.
       val writer = NativeSpill.sortAddGrowthBound(sort, 0, 0)
       assert(writer > 0)
       add(0, 20000)
       val arena = NativeSpill.sortMemoryUsed(sort) - 20000L * 16 - writer
-      assert(NativeSpill.sortSpill(sort, true) == 20000L * 16 + writer, "only the index and the writer's reservation are freed")
-      assert(NativeSpill.sortMemoryUsed(sort) == arena, "the arena is kept, counted")
-      val next = batch(Seq.tabulate(10000)(i => b(f"key$i%08d") -> Array.fill[Byte](100)(1)): _*)
-      assert(NativeSpill.sortAddGrowthBound(sort, next.length, 10000) == 10000L * 16 + writer,
-        "the next batch needs only its index and the writer's reservation")
+      // The first spill writes the older half of the records (their oldest chunks) and frees their
+      // index alone: the writer's reservation stays with the records still held.
+      val freed = NativeSpill.sortSpill(sort, true)
+      val half = written
+      assert(half > 5000 && half < 15000, s"about half the records written: $half")
+      assert(freed == half * 16, "only the index of the records written is freed")
+      assert(NativeSpill.sortMemoryUsed(sort) == arena + (20000 - half) * 16 + writer, "the arena is kept, counted")
+      val next = batch(Seq.tabulate(10000)(i => b(f"key$i%08d") -> value): _*)
+      assert(NativeSpill.sortAddGrowthBound(sort, next.length, 10000) == 10000L * 16,
+        "the next batch needs only its index: the chunks kept have room for it")
       add(20000, 10000)
-      assert(NativeSpill.sortMemoryUsed(sort) == arena + 10000L * 16 + writer)
-      NativeSpill.sortSpill(sort, true)
+      assert(NativeSpill.sortMemoryUsed(sort) == arena + (30000 - half) * 16 + writer)
+      while (NativeSpill.sortMemoryUsed(sort) > arena) NativeSpill.sortSpill(sort, true) // the second half, then all
+      assert(written == 30000)
       assert(NativeSpill.sortSpill(sort, true) == arena, "nothing in memory: the arena goes")
       assert(NativeSpill.sortMemoryUsed(sort) == 0)
       val out = readAll(sort).map(_._1.map(_.toChar).mkString)
