@@ -145,6 +145,9 @@ func BenchmarkSortedIndex(b *testing.B) {
 		record func(dst []byte) []byte
 	}{
 		{"orderby", orderByRecords(42)},
+		// The same keys over rows of many sizes, as lineitem's whole rows are (a record of 264
+		// bytes on average, in steps of 8): the walk finds each record by the one before.
+		{"orderby-rows", wideRecords(orderByRecords(42), r)},
 		{"random16", func(dst []byte) []byte { return AppendRecord(dst, randBytes(r, 16), randBytes(r, 16)) }},
 		// A sort of one long key with few values, many rows each (a day-time interval key of a
 		// few hundred values, range-partitioned into 8 tasks): the ties are most of the sort.
@@ -204,6 +207,20 @@ func orderByRecords(seed uint64) func(dst []byte) []byte {
 			binary.LittleEndian.PutUint64(value[i:], r.Uint64())
 		}
 		return AppendRecord(dst, key, value)
+	}
+}
+
+// wideRecords makes records with the keys of records and rows of 192–256 bytes, in steps of 8 as
+// an UnsafeRow's.
+func wideRecords(records func(dst []byte) []byte, r *rand.Rand) func(dst []byte) []byte {
+	value := make([]byte, 256)
+	for i := range value {
+		value[i] = byte(r.Uint32())
+	}
+	return func(dst []byte) []byte {
+		rec := records(nil)
+		key := rec[headerSize : headerSize+int(binary.LittleEndian.Uint32(rec))]
+		return AppendRecord(dst, key, value[:192+8*r.IntN(9)])
 	}
 }
 

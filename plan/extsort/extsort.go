@@ -530,7 +530,9 @@ func sameHeaders(batch []byte, size int, h uint64) bool {
 
 // validateEach is validate's walk from each record's header to the next.
 func validateEach(batch []byte) error {
+	ahead := 0
 	for off := 0; off < len(batch); {
+		ahead = prefetchWalk(batch, ahead, off)
 		left := len(batch) - off
 		if left < headerSize {
 			return &BatchError{Offset: off, Reason: fmt.Sprintf("truncated record header: %d bytes left, a header takes %d", left, headerSize)}

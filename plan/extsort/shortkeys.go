@@ -127,7 +127,9 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (v
 	if l.keyBytes == 0 { // every key is the same: the words are the places
 		i := 0
 		for ci, c := range t.chunks {
+			ahead := 0
 			for off := 0; off < len(c); off += recordSize(c[off:]) {
+				ahead = prefetchWalk(c, ahead, off)
 				words[i] = uint64(ci)<<l.offsetBits | uint64(off)
 				i++
 			}
@@ -158,7 +160,11 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (v
 	i := 0
 	for ci, c := range t.chunks {
 		place := uint64(ci) << l.offsetBits
+		ahead := 0
 		for off := 0; off < len(c); {
+			if size == 0 { // a stride apart, the loads do not wait on each other
+				ahead = prefetchWalk(c, ahead, off)
+			}
 			k := w.keyBytes(keyOf(c[off:]), l.keyBytes)
 			words[i] = k<<keyShift | place | uint64(off)
 			varying |= k ^ first
