@@ -162,7 +162,7 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (v
 		place := uint64(ci) << l.offsetBits
 		ahead := 0
 		for off := 0; off < len(c); {
-			if size == 0 { // a stride apart, the loads do not wait on each other
+			if size == 0 { // records of many sizes: a stride apart, their loads would not wait on each other
 				ahead = prefetchWalk(c, ahead, off)
 			}
 			k := w.keyBytes(keyOf(c[off:]), l.keyBytes)
