@@ -26,6 +26,9 @@ type Stats struct {
 	// NativeBytes is the memory native operators hold outside the Go heap (package offheap): the
 	// sorts' records, indexes and read buffers, given back to the OS as each sort frees them.
 	NativeBytes int64
+	// NativeCachedBytes is the memory native operators freed and the library keeps mapped a
+	// moment for the next ones (offheap.Cached): free for the kernel to take back.
+	NativeCachedBytes int64
 }
 
 // StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
@@ -79,6 +82,10 @@ var StatsLayout = []Stat{
 	// Memory the native sorts hold outside the Go and Java heaps (records, indexes, read
 	// buffers), granted by Spark's memory manager; 0 when no sort runs.
 	{"nativeBytes", Level, func(s *Stats) int64 { return s.NativeBytes }},
+	// Memory the native sorts freed and the library keeps mapped for the next ones, at most
+	// 256 MiB, each buffer for 10 s unused at most; advised MADV_FREE, so the kernel takes it back
+	// first under memory pressure. 0 once the executor has sorted nothing for 10 s.
+	{"nativeCachedBytes", Level, func(s *Stats) int64 { return s.NativeCachedBytes }},
 }
 
 // StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
@@ -114,6 +121,7 @@ func (r *Registry) Stats() Stats {
 		LogicalBytesWritten: st.LogicalBytesWritten.Load(),
 		PlansCreated:        r.plans.issued(),
 		NativeBytes:         offheap.Mapped(),
+		NativeCachedBytes:   offheap.Cached(),
 	}
 }
 

@@ -1,11 +1,13 @@
 package offheap
 
 import (
+	"bytes"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -46,8 +48,10 @@ func TestAllocRefusesANegativeSize(t *testing.T) {
 }
 
 // The point of the package: what a sort held is back with the OS when it frees it, not kept by
-// the Go heap. Measured as the process's resident set, as a container's limit sees it.
+// the Go heap; a buffer the cache keeps goes back once it has been unused for the cache's idle
+// time (shortened here). Measured as the process's resident set, as a container's limit sees it.
 func TestFreedMemoryLeavesTheResidentSet(t *testing.T) {
+	withCacheIdle(t, 50*time.Millisecond)
 	const size = 256 << 20
 	runtime.GC()
 	before := residentBytes(t)
@@ -58,9 +62,168 @@ func TestFreedMemoryLeavesTheResidentSet(t *testing.T) {
 	}
 	peak := residentBytes(t)
 	Free(b)
+	require.Eventually(t, func() bool { return Cached() == 0 }, 10*time.Second, 10*time.Millisecond, "the cache let the buffer go")
 	after := residentBytes(t)
 	assert.Greater(t, peak-before, int64(size*9/10), "touching the buffer made it resident")
 	assert.Less(t, after-before, int64(16<<20), "Free returned it to the OS: before %d, peak %d, after %d", before, peak, after)
+}
+
+// A buffer too large for the cache is unmapped at once.
+func TestABufferLargerThanTheCacheIsUnmappedAtOnce(t *testing.T) {
+	withCacheIdle(t, time.Hour)
+	b, err := Alloc(CacheLimit + HugePage)
+	require.NoError(t, err)
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	Free(b)
+	assert.Zero(t, Cached())
+	assert.False(t, isMapped(t, p), "unmapped")
+}
+
+// The cache: a huge buffer freed is kept mapped, advised MADV_FREE (the kernel may take its pages
+// back), and is what the next Alloc of its size or less gets, zeroed; a larger one is split at a
+// huge-page boundary, its rest kept.
+func TestFreedHugeBuffersServeTheNextAllocs(t *testing.T) {
+	withCacheIdle(t, time.Hour)
+	mappedBefore := Mapped()
+	b, err := Alloc(4 * HugePage)
+	require.NoError(t, err)
+	for i := range b {
+		b[i] = 0xA5
+	}
+	p := unsafe.SliceData(b)
+	Free(b)
+	assert.Equal(t, int64(4*HugePage), Cached())
+	assert.Equal(t, mappedBefore, Mapped(), "a cached buffer is not a caller's")
+	assert.True(t, isMapped(t, uintptr(unsafe.Pointer(p))), "kept mapped")
+	if lazy, ok := mappingLazyFree(t, uintptr(unsafe.Pointer(p))); ok {
+		assert.Equal(t, int64(4*HugePage), lazy, "advised MADV_FREE: the kernel may take the pages back")
+	} else {
+		t.Log("this kernel's smaps has no LazyFree: the advice is not checked")
+	}
+
+	small, err := Alloc(HugePage + 1) // a page more than a huge page: the head of the cached buffer
+	require.NoError(t, err)
+	assert.Equal(t, p, unsafe.SliceData(small), "the cached buffer, reused")
+	assert.Equal(t, HugePage+pageSize, cap(small))
+	assert.Equal(t, int64(2*HugePage), Cached(), "from the next huge page on, it stays cached")
+	assert.False(t, isMapped(t, uintptr(unsafe.Pointer(p))+uintptr(HugePage+pageSize)), "the pages between are unmapped")
+	assert.True(t, bytes.Equal(make([]byte, cap(small)), small[:cap(small)]), "zeroed, as a fresh mapping")
+	rest, err := Alloc(2 * HugePage)
+	require.NoError(t, err)
+	assert.Equal(t, unsafe.Add(unsafe.Pointer(p), 2*HugePage), unsafe.Pointer(unsafe.SliceData(rest)), "the other half")
+	assert.Zero(t, Cached())
+	assert.Equal(t, mappedBefore+int64(3*HugePage+pageSize), Mapped())
+	Free(small)
+	Free(rest)
+	assert.Equal(t, int64(3*HugePage+pageSize), Cached())
+	assert.Equal(t, mappedBefore, Mapped())
+}
+
+// Past CacheLimit the oldest cached buffers are unmapped.
+func TestTheCacheUnmapsItsOldestBuffersPastItsLimit(t *testing.T) {
+	withCacheIdle(t, time.Hour)
+	const n = CacheLimit / (8 * HugePage)
+	var bufs [][]byte
+	for range n + 1 {
+		b, err := Alloc(8 * HugePage)
+		require.NoError(t, err)
+		bufs = append(bufs, b)
+	}
+	oldest := uintptr(unsafe.Pointer(unsafe.SliceData(bufs[0])))
+	for _, b := range bufs {
+		Free(b)
+	}
+	assert.Equal(t, int64(CacheLimit), Cached())
+	assert.False(t, isMapped(t, oldest), "the oldest buffer was unmapped")
+}
+
+// A cached buffer unused for the idle time is unmapped; so is every other, in time.
+func TestIdleCachedBuffersAreUnmapped(t *testing.T) {
+	withCacheIdle(t, 100*time.Millisecond)
+	a, err := Alloc(HugePage)
+	require.NoError(t, err)
+	b, err := Alloc(HugePage)
+	require.NoError(t, err)
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	Free(a)
+	time.Sleep(60 * time.Millisecond)
+	Free(b)
+	require.Eventually(t, func() bool { return Cached() == HugePage }, 5*time.Second, 5*time.Millisecond, "the older buffer went first")
+	assert.False(t, isMapped(t, pa))
+	assert.True(t, isMapped(t, pb))
+	require.Eventually(t, func() bool { return Cached() == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.False(t, isMapped(t, pb))
+}
+
+// withCacheIdle empties the cache and sets its idle time for one test, then empties it again.
+func withCacheIdle(t *testing.T, idle time.Duration) {
+	emptyCache := func() {
+		cache.mu.Lock()
+		bufs := cache.buffers
+		cache.buffers, cache.bytes = nil, 0
+		cachedBytes.Store(0)
+		if cache.trim != nil {
+			cache.trim.Stop()
+			cache.trim = nil
+		}
+		cache.mu.Unlock()
+		for _, c := range bufs {
+			unmap(c.p, c.size)
+		}
+	}
+	emptyCache()
+	cache.mu.Lock()
+	saved := cache.idle
+	cache.idle = idle
+	cache.mu.Unlock()
+	t.Cleanup(func() {
+		emptyCache()
+		cache.mu.Lock()
+		cache.idle = saved
+		cache.mu.Unlock()
+	})
+}
+
+// isMapped says whether the address p is in a mapping of this process (/proc/self/maps).
+func isMapped(t *testing.T, p uintptr) bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(maps), "\n") {
+		r, _, _ := strings.Cut(line, " ")
+		lo, hi, ok := strings.Cut(r, "-")
+		if !ok {
+			continue
+		}
+		l, err1 := strconv.ParseUint(lo, 16, 64)
+		h, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && uintptr(l) <= p && p < uintptr(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// mappingLazyFree reads, from /proc/self/smaps, the LazyFree bytes of the mapping that contains p
+// (false where the kernel does not report them).
+func mappingLazyFree(t *testing.T, p uintptr) (int64, bool) {
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	in := false
+	for _, line := range strings.Split(string(smaps), "\n") {
+		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
+			lo, hi, _ := strings.Cut(r, "-")
+			l, err1 := strconv.ParseUint(lo, 16, 64)
+			h, err2 := strconv.ParseUint(hi, 16, 64)
+			in = err1 == nil && err2 == nil && uintptr(l) <= p && p < uintptr(h)
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "LazyFree:"); ok && in {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10, true
+		}
+	}
+	return 0, false
 }
 
 func residentBytes(t *testing.T) int64 {
@@ -100,6 +263,7 @@ func TestFreeRefusesASubsliceOfAMapping(t *testing.T) {
 // backed by transparent huge pages where the kernel offers them to mappings that ask
 // (/sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise").
 func TestLargeBuffersAreOfferedHugePages(t *testing.T) {
+	withCacheIdle(t, time.Hour) // a fresh mapping
 	size := 4*HugePage + pageSize
 	before := Mapped()
 	b, err := Alloc(size)

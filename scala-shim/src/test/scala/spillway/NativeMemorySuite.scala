@@ -18,8 +18,9 @@ import org.scalatest.funsuite.AnyFunSuite
  * The native sort's memory as a container sees it: the process's resident set (VmRSS). A sort of
  * 320 MiB in a real Spark task, in the default on-heap mode with no cap, holds its records
  * resident at its peak (so the test measures something), and once the task ends — the sort
- * completed, failed, cancelled, or abandoned by a LIMIT — the process is back within 64 MiB of
- * where it was, with nothing mapped by the library and its Go heap near its idle size.
+ * completed, failed, cancelled, or abandoned by a LIMIT — nothing is mapped for a sort, what it
+ * freed is kept for the next sorts (the library's cache), and once the cache has let it go (10 s
+ * unused) the process is back within 64 MiB of where it was, its Go heap near its idle size.
  */
 class NativeMemorySuite extends AnyFunSuite with LocalSpark {
   import NativeMemorySuite._
@@ -69,6 +70,9 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       }
       // A cancelled job returns before its task stops (at its next batch): wait for the task to end.
       eventually(timeout(60.seconds), interval(50.millis))(assert(NativeStats.read()("livePlans") == 0L))
+      // The library keeps what the sort freed mapped for the next sorts, 10 s unused at most.
+      val cachedAtEnd = NativeStats.read()("nativeCachedBytes")
+      eventually(timeout(60.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L))
       val after = settledRss()
       val statsAfter = NativeStats.read()
       val report = f"RSS before ${before / MiB}%.1f MiB, at the peak ${peakRss.get / MiB}%.1f MiB, after ${after / MiB}%.1f MiB; " +
@@ -80,6 +84,7 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       assert(peakNative.get >= heldAtPeak, s"the records were in native memory: $report")
       assert(peakRss.get - before >= heldAtPeak * 3 / 4, s"and resident: $report")
       assert(statsAfter("nativeBytes") == 0L, s"nothing mapped once the task ended: $report")
+      assert(cachedAtEnd > 0L, s"what the sort freed was kept for the next sorts, then let go: $report")
       assert(after <= before + (64L << 20), s"the resident set back within 64 MiB: $report")
       assert(statsAfter("goHeapBytes") <= statsBefore("goHeapBytes") + (16L << 20), s"the Go heap near its idle size: $report")
       assert(statsAfter("livePlans") == 0L && TaskSpill.activePlans == 0)
