@@ -154,8 +154,9 @@ func Mapped() int64 { return mapped.Load() }
 // mapped again by the next, before it has left the process, costs neither.
 //
 // So Free keeps freed buffers of HugePage or more (the sorts' arena chunks and indexes), up to
-// CacheLimit bytes in all, and Alloc takes the most recently freed one that is large enough. Of a
-// larger one it takes the head; the rest from the next huge-page boundary on stays cached (so
+// CacheLimit bytes in all, and Alloc takes the smallest that is large enough (of those, the most
+// recently freed), so that an arena's chunks leave a freed index for the next index. Of a larger
+// one it takes the head; the rest from the next huge-page boundary on stays cached (so
 // every cached buffer starts on one), and the pages between are unmapped. A cached buffer is
 // advised MADV_FREE: the kernel may take its pages back at once under memory pressure (they are
 // then mapped afresh on the next touch, as without the cache), and a container's working set does
@@ -193,32 +194,31 @@ func Cached() int64 { return cachedBytes.Load() }
 // takeCached returns a cached buffer of size bytes (a multiple of the page size, HugePage or
 // more), or nil.
 func takeCached(size int) []byte {
-	var gap unsafe.Pointer
-	gapSize := 0
 	cache.mu.Lock()
-	defer func() {
-		cache.mu.Unlock()
-		if gapSize > 0 {
-			unmap(gap, gapSize)
-		}
-	}()
+	best := -1
 	for i := len(cache.buffers) - 1; i >= 0; i-- {
-		c := cache.buffers[i]
-		if c.size < size {
-			continue
+		if c := cache.buffers[i]; c.size >= size && (best < 0 || c.size < cache.buffers[best].size) {
+			best = i
 		}
-		cache.buffers = append(cache.buffers[:i], cache.buffers[i+1:]...)
-		cache.bytes -= int64(c.size)
-		aligned := min((size+HugePage-1)&^(HugePage-1), c.size)
-		if rest := c.size - aligned; rest > 0 {
-			cache.buffers = append(cache.buffers, cachedBuffer{unsafe.Add(c.p, aligned), rest, c.freed})
-			cache.bytes += int64(rest)
-		}
-		gap, gapSize = unsafe.Add(c.p, size), aligned-size
-		cachedBytes.Store(cache.bytes)
-		return unsafe.Slice((*byte)(c.p), size)
 	}
-	return nil
+	if best < 0 {
+		cache.mu.Unlock()
+		return nil
+	}
+	c := cache.buffers[best]
+	cache.buffers = append(cache.buffers[:best], cache.buffers[best+1:]...)
+	cache.bytes -= int64(c.size)
+	aligned := min((size+HugePage-1)&^(HugePage-1), c.size)
+	if rest := c.size - aligned; rest > 0 {
+		cache.buffers = append(cache.buffers, cachedBuffer{unsafe.Add(c.p, aligned), rest, c.freed})
+		cache.bytes += int64(rest)
+	}
+	cachedBytes.Store(cache.bytes)
+	cache.mu.Unlock()
+	if gap := aligned - size; gap > 0 {
+		unmap(unsafe.Add(c.p, size), gap)
+	}
+	return unsafe.Slice((*byte)(c.p), size)
 }
 
 // putCached caches the buffer of size bytes at p, freed, if the cache has room for it, making

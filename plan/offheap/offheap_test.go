@@ -119,6 +119,28 @@ func TestFreedHugeBuffersServeTheNextAllocs(t *testing.T) {
 	assert.Equal(t, mappedBefore, Mapped())
 }
 
+// Alloc takes the smallest cached buffer that is large enough, whenever it was freed: a sort's
+// arena chunks leave its index for the next index.
+func TestAllocTakesTheSmallestCachedBufferLargeEnough(t *testing.T) {
+	withCacheIdle(t, time.Hour)
+	chunk, err := Alloc(2 * HugePage)
+	require.NoError(t, err)
+	index, err := Alloc(8 * HugePage)
+	require.NoError(t, err)
+	pc, pi := unsafe.SliceData(chunk), unsafe.SliceData(index)
+	Free(chunk)
+	Free(index) // the most recent
+	again, err := Alloc(2 * HugePage)
+	require.NoError(t, err)
+	assert.Equal(t, pc, unsafe.SliceData(again), "the chunk, not the head of the index")
+	assert.Equal(t, int64(8*HugePage), Cached())
+	index2, err := Alloc(7*HugePage + pageSize)
+	require.NoError(t, err)
+	assert.Equal(t, pi, unsafe.SliceData(index2), "the index")
+	Free(again)
+	Free(index2)
+}
+
 // Past CacheLimit the oldest cached buffers are unmapped.
 func TestTheCacheUnmapsItsOldestBuffersPastItsLimit(t *testing.T) {
 	withCacheIdle(t, time.Hour)

@@ -32,6 +32,9 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
 
   private def run(way: Way): Unit = sc.parallelize(Seq(0), 1).foreach(_ => sortInTask(way))
 
+  private def cacheLetGo(): Unit =
+    eventually(timeout(60.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L))
+
   override def beforeAll(): Unit = {
     super.beforeAll()
     run(Completed(batches = 16)) // classes loaded, the buffer pool and the library's heap warm
@@ -39,6 +42,7 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
 
   for (way <- Seq(Completed(Batches), AbandonedByLimit, Failed, Cancelled)) {
     test(s"a sort of $Batches MiB gives its memory back when it ends: ${way.name}") {
+      cacheLetGo() // what the warm-up's sort freed
       val before = settledRss()
       val statsBefore = NativeStats.read()
       peakRss.set(0L)
@@ -72,7 +76,7 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       eventually(timeout(60.seconds), interval(50.millis))(assert(NativeStats.read()("livePlans") == 0L))
       // The library keeps what the sort freed mapped for the next sorts, 10 s unused at most.
       val cachedAtEnd = NativeStats.read()("nativeCachedBytes")
-      eventually(timeout(60.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L))
+      cacheLetGo()
       val after = settledRss()
       val statsAfter = NativeStats.read()
       val report = f"RSS before ${before / MiB}%.1f MiB, at the peak ${peakRss.get / MiB}%.1f MiB, after ${after / MiB}%.1f MiB; " +
