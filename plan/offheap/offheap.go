@@ -177,7 +177,7 @@ type cachedBuffer struct {
 
 var cache struct {
 	mu      sync.Mutex
-	buffers []cachedBuffer // in the order they were cached; Alloc takes from the end
+	buffers []cachedBuffer // in the order they were cached (a split's rest at the end); the first go first past CacheLimit
 	bytes   int64
 	trim    *time.Timer // armed while buffers are cached
 	idle    time.Duration
