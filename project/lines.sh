@@ -29,10 +29,11 @@ line_target() {
   if [[ "$key" == "$(primary_line_key)" ]]; then echo "$repo_root/target"; else echo "$repo_root/target/$(line_project "$key")"; fi
 }
 
-# line_jar KEY: the line's product jar, once built (`make jar`); empty when not built.
+# line_jar KEY: the line's product jar, once built (`make jar`); empty when not built. Not its
+# sources or tests jar (`...-tests.jar` sorts before the product's own).
 line_jar() {
   local key="$1"
-  ls "$(line_target "$key")/scala-${key#*_}/$(line_artifact "$key")-"*.jar 2>/dev/null | grep -v -- '-sources.jar$' | head -1 || true
+  ls "$(line_target "$key")/scala-${key#*_}/$(line_artifact "$key")-"*.jar 2>/dev/null | grep -v -e '-sources.jar$' -e '-tests.jar$' | head -1 || true
 }
 
 # spillway_version: the version of build.sbt (0.1.0-SNAPSHOT).

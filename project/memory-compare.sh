@@ -36,9 +36,11 @@ mib = lambda b: "%.0f MiB" % (b / 2**20)
 for mode, label in (("off", "Spark's sort"), ("on", "Spillway's sort")):
     r = runs[mode]
     med = lambda k: statistics.median(x[k] for x in r)
-    print("%-16s peak RSS %s (%s), after the job %s, spilled %s (memory) %s (disk), nativeBytes after %d, Go heap after %s" % (
+    print("%-16s peak RSS %s (%s), after the job %s (%s once the cache let go), spilled %s (memory) %s (disk), "
+          "nativeBytes after %d, cached %s, Go heap after %s" % (
         label, mib(med("peakRss")), " ".join(mib(x["peakRss"]) for x in r), mib(med("rssAfter")),
-        mib(med("memorySpilled")), mib(med("diskSpilled")), med("nativeBytes"), mib(med("goHeapBytes"))))
+        mib(med("rssCacheLetGo")), mib(med("memorySpilled")), mib(med("diskSpilled")), med("nativeBytes"),
+        mib(med("nativeCachedBytes")), mib(med("goHeapBytes"))))
 ratio = statistics.median(x["peakRss"] for x in runs["on"]) / statistics.median(x["peakRss"] for x in runs["off"])
 print("peak RSS, Spillway / Spark: %.2f" % ratio)
 PY

@@ -7,11 +7,13 @@ extension loaded in both runs; "off" sets spark.spillway.sql.sort.enabled=false,
 SortExec sorts. The job sorts `rows` rows of about 200 bytes by a random long and writes them to
 the noop sink. Prints one line of key=value: the JVM's peak resident set (VmHWM) and its resident
 set after the job (VmRSS), what the sorts spilled (the stage's task metrics, from Spark's REST
-API), and the library's nativeBytes and goHeapBytes after the job.
+API), the library's nativeBytes, nativeCachedBytes and goHeapBytes after the job, and the resident
+set again once the library's cache of freed mappings has let go (10 s unused).
 """
 
 import json
 import sys
+import time
 import urllib.request
 
 from pyspark.sql import SparkSession
@@ -49,10 +51,15 @@ def main(jar, mode, rows):
         stages = json.load(urllib.request.urlopen(url, timeout=30))
         memory_spilled = sum(s.get("memoryBytesSpilled", 0) for s in stages)
         disk_spilled = sum(s.get("diskBytesSpilled", 0) for s in stages)
+        rss_after = status(pid, "VmRSS")
+        deadline = time.monotonic() + 30
+        while spark._jvm.spillway.NativeStats.read().apply("nativeCachedBytes") > 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
         print("memory-compare mode=%s rows=%d peakRss=%d rssAfter=%d memorySpilled=%d diskSpilled=%d "
-              "nativeBytes=%d goHeapBytes=%d" % (
-                  mode, rows, status(pid, "VmHWM"), status(pid, "VmRSS"), memory_spilled, disk_spilled,
-                  plan.apply("nativeBytes"), plan.apply("goHeapBytes")))
+              "nativeBytes=%d nativeCachedBytes=%d goHeapBytes=%d rssCacheLetGo=%d" % (
+                  mode, rows, status(pid, "VmHWM"), rss_after, memory_spilled, disk_spilled,
+                  plan.apply("nativeBytes"), plan.apply("nativeCachedBytes"), plan.apply("goHeapBytes"),
+                  status(pid, "VmRSS")))
     finally:
         spark.stop()
     return 0
