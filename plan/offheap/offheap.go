@@ -178,11 +178,13 @@ type cachedBuffer struct {
 var cache struct {
 	mu      sync.Mutex
 	buffers []cachedBuffer // in the order they were cached (a split's rest at the end); the first go first past CacheLimit
-	bytes   int64
-	trim    *time.Timer // armed while buffers are cached
+	bytes   int64          // of buffers, which CacheLimit bounds
+	trim    *time.Timer    // armed while buffers are cached
 	idle    time.Duration
 }
 
+// cachedBytes is Cached: cache.bytes, and the buffers taken out of the cache until they are
+// unmapped, so that a reader who sees 0 finds them gone.
 var cachedBytes atomic.Int64
 
 func init() { cache.idle = CacheIdle }
@@ -213,10 +215,11 @@ func takeCached(size int) []byte {
 		cache.buffers = append(cache.buffers, cachedBuffer{unsafe.Add(c.p, aligned), rest, c.freed})
 		cache.bytes += int64(rest)
 	}
-	cachedBytes.Store(cache.bytes)
 	cache.mu.Unlock()
+	cachedBytes.Add(-int64(size))
 	if gap := aligned - size; gap > 0 {
 		unmap(unsafe.Add(c.p, size), gap)
+		cachedBytes.Add(-int64(gap))
 	}
 	return unsafe.Slice((*byte)(c.p), size)
 }
@@ -241,14 +244,12 @@ func putCached(p unsafe.Pointer, size int) bool {
 	}
 	cache.buffers = append(cache.buffers, cachedBuffer{p, size, time.Now()})
 	cache.bytes += int64(size)
-	cachedBytes.Store(cache.bytes)
+	cachedBytes.Add(int64(size))
 	if cache.trim == nil {
 		cache.trim = time.AfterFunc(cache.idle, trimIdle)
 	}
 	cache.mu.Unlock()
-	for _, c := range evicted {
-		unmap(c.p, c.size)
-	}
+	unmapCached(evicted)
 	return true
 }
 
@@ -272,15 +273,20 @@ func trimIdle() {
 	}
 	clear(cache.buffers[len(kept):]) // no stale pointers past the end
 	cache.buffers = kept
-	cachedBytes.Store(cache.bytes)
 	if len(kept) > 0 {
 		cache.trim = time.AfterFunc(next, trimIdle)
 	} else {
 		cache.trim = nil
 	}
 	cache.mu.Unlock()
-	for _, c := range idle {
+	unmapCached(idle)
+}
+
+// unmapCached unmaps buffers taken out of the cache; Cached counts each until it is unmapped.
+func unmapCached(bufs []cachedBuffer) {
+	for _, c := range bufs {
 		unmap(c.p, c.size)
+		cachedBytes.Add(-int64(c.size))
 	}
 }
 
