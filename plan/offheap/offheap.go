@@ -151,7 +151,8 @@ func Mapped() int64 { return mapped.Load() }
 // that first touch also waits for the host: measured in a Spark task (TPC-H lineitem, 3 M narrow
 // rows), the same 540 page faults of a sort's arena cost 5-13 ms of system time in some runs and
 // 100-450 ms in others, which made the stage's time bimodal. A buffer freed by one sort and
-// mapped again by the next, before it has left the process, costs neither.
+// taken by the next, before it has left the process, takes no page fault and no wait for the
+// host; Alloc only zeroes it, which the kernel did for a fresh page anyway.
 //
 // So Free keeps freed buffers of HugePage or more (the sorts' arena chunks and indexes), up to
 // CacheLimit bytes in all, and Alloc takes the smallest that is large enough (of those, the most
