@@ -207,46 +207,52 @@ func withCacheIdle(t *testing.T, idle time.Duration) {
 	})
 }
 
-// isMapped says whether the address p is in a mapping of this process (/proc/self/maps).
+// isMapped says whether the address p is in a mapping of this process.
 func isMapped(t *testing.T, p uintptr) bool {
-	maps, err := os.ReadFile("/proc/self/maps")
-	require.NoError(t, err)
-	for _, line := range strings.Split(string(maps), "\n") {
-		r, _, _ := strings.Cut(line, " ")
-		lo, hi, ok := strings.Cut(r, "-")
-		if !ok {
-			continue
-		}
-		l, err1 := strconv.ParseUint(lo, 16, 64)
-		h, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 == nil && err2 == nil && uintptr(l) <= p && p < uintptr(h) {
-			return true
-		}
-	}
-	return false
+	return mappingFields(t, func(lo, hi uintptr) bool { return lo <= p && p < hi }) != nil
 }
 
-// mappingLazyFree reads, from /proc/self/smaps, the LazyFree bytes of the mapping that contains p
-// (false where the kernel does not report them).
+// mappingLazyFree reads the LazyFree bytes of the mapping that contains p (false where the kernel
+// does not report them).
 func mappingLazyFree(t *testing.T, p uintptr) (int64, bool) {
+	lazy, ok := mappingFields(t, func(lo, hi uintptr) bool { return lo <= p && p < hi })["LazyFree"]
+	if !ok {
+		return 0, false
+	}
+	return kibibytes(t, lazy), true
+}
+
+// mappingFields reads /proc/self/smaps and returns the fields ("Rss" -> "4 kB", ...) of the first
+// mapping whose range [lo, hi) match accepts, or nil if there is none.
+func mappingFields(t *testing.T, match func(lo, hi uintptr) bool) map[string]string {
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	require.NoError(t, err)
-	in := false
+	var fields map[string]string
 	for _, line := range strings.Split(string(smaps), "\n") {
 		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
+			if fields != nil {
+				return fields // the matched mapping's fields are all read
+			}
 			lo, hi, _ := strings.Cut(r, "-")
 			l, err1 := strconv.ParseUint(lo, 16, 64)
 			h, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uintptr(l) <= p && p < uintptr(h)
+			if err1 == nil && err2 == nil && match(uintptr(l), uintptr(h)) {
+				fields = map[string]string{}
+			}
 			continue
 		}
-		if rest, ok := strings.CutPrefix(line, "LazyFree:"); ok && in {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(t, err)
-			return kb << 10, true
+		if name, value, ok := strings.Cut(line, ":"); ok && fields != nil {
+			fields[name] = strings.TrimSpace(value)
 		}
 	}
-	return 0, false
+	return fields
+}
+
+// kibibytes parses a smaps size ("1024 kB") into bytes.
+func kibibytes(t *testing.T, size string) int64 {
+	kb, err := strconv.ParseInt(strings.TrimSuffix(size, " kB"), 10, 64)
+	require.NoError(t, err)
+	return kb << 10
 }
 
 func residentBytes(t *testing.T) int64 {
@@ -315,28 +321,8 @@ func TestLargeBuffersAreOfferedHugePages(t *testing.T) {
 // mappingHugePages reads, from /proc/self/smaps, whether the mapping that starts at start may
 // have transparent huge pages (THPeligible) and how many bytes of them it has (AnonHugePages).
 func mappingHugePages(t *testing.T, start uintptr) (eligible bool, huge int64) {
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	require.NoError(t, err)
-	in := false
-	for _, line := range strings.Split(string(smaps), "\n") {
-		if r, _, ok := strings.Cut(line, " "); ok && strings.Contains(r, "-") && !strings.HasSuffix(r, ":") {
-			lo, _, _ := strings.Cut(r, "-")
-			v, err := strconv.ParseUint(lo, 16, 64)
-			in = err == nil && uintptr(v) == start
-			continue
-		}
-		if !in {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(line, "AnonHugePages:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(t, err)
-			huge = kb << 10
-		}
-		if rest, ok := strings.CutPrefix(line, "THPeligible:"); ok {
-			return strings.TrimSpace(rest) == "1", huge // the mapping's last line of the two
-		}
-	}
-	t.Fatalf("no mapping at %#x with THPeligible in /proc/self/smaps", start)
-	return false, 0
+	fields := mappingFields(t, func(lo, _ uintptr) bool { return lo == start })
+	thp, ok := fields["THPeligible"]
+	require.True(t, ok, "no mapping at %#x with THPeligible in /proc/self/smaps", start)
+	return thp == "1", kibibytes(t, fields["AnonHugePages"])
 }
