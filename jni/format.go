@@ -36,6 +36,14 @@ func Java_spillway_NativeSpill_configureFormat(env *C.JNIEnv, _ C.jclass, codec 
 	}
 }
 
+//export Java_spillway_NativeSpill_configureMemoryCache
+func Java_spillway_NativeSpill_configureMemoryCache(env *C.JNIEnv, _ C.jclass, idleMillis C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ConfigureMemoryCache(int64(idleMillis)); err != nil {
+		throw(env, err)
+	}
+}
+
 //export Java_spillway_NativeSpill_createFramedFile
 func Java_spillway_NativeSpill_createFramedFile(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) C.jlong {
 	defer recoverPanic(env)

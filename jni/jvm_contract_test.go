@@ -17,6 +17,7 @@ import (
 	"github.com/timob/jnigi"
 
 	"github.com/spillway/spillway/plan"
+	"github.com/spillway/spillway/plan/offheap"
 )
 
 // The executor's path: nothing on disk until the first file, the plan's dir and file appear in
@@ -99,6 +100,23 @@ func TestJVMNegativeLimitsAreIllegalArguments(t *testing.T) {
 		j.thrown("java.lang.IllegalArgumentException", fmt.Sprint("createPlanIn with limits ", limits))
 		assert.Zero(t, h)
 	}
+}
+
+// A negative idle time for the memory cache is refused with an IllegalArgumentException naming
+// the Spark setting; 0 turns the cache off; the longest time is taken.
+func TestJVMConfigureMemoryCacheRefusesANegativeTime(t *testing.T) {
+	j := attach(t)
+	t.Cleanup(func() { require.NoError(t, offheap.SetCacheIdle(offheap.CacheIdle)) })
+	Java_spillway_NativeSpill_configureMemoryCache(j.raw, 0, -1)
+	assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "configureMemoryCache(-1)"), plan.SortMemoryCacheIdleKey)
+	Java_spillway_NativeSpill_configureMemoryCache(j.raw, 0, 0)
+	j.ok("configureMemoryCache(0)")
+	b, err := offheap.Alloc(offheap.HugePage)
+	require.NoError(t, err)
+	offheap.Free(b)
+	assert.Zero(t, offheap.Cached(), "off: a freed buffer is not kept")
+	Java_spillway_NativeSpill_configureMemoryCache(j.raw, 0, math.MaxInt64)
+	j.ok("configureMemoryCache(MaxInt64)")
 }
 
 // A handle the library did not hand out (0, forged, random) is an IllegalStateException on every

@@ -3,9 +3,25 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spillway/spillway/plan/extsort"
+	"github.com/spillway/spillway/plan/offheap"
 )
+
+// SortMemoryCacheIdleKey is the Spark setting of ConfigureMemoryCache.
+const SortMemoryCacheIdleKey = "spark.spillway.sort.memoryCacheIdle"
+
+// ConfigureMemoryCache sets, for the whole process, how long the memory a sort freed stays
+// mapped for the next sorts, unused (offheap's cache of freed buffers; idleMillis 0 turns it off).
+// A negative value is an *ArgumentError; the setting is then unchanged.
+func (r *Registry) ConfigureMemoryCache(idleMillis int64) error {
+	if idleMillis < 0 {
+		return &ArgumentError{Reason: fmt.Sprintf("%s is %d ms; give 0 (no cache) or a time such as 60s", SortMemoryCacheIdleKey, idleMillis)}
+	}
+	// Past about 292 years a Duration overflows: such a time means never, as an hour does in practice.
+	return offheap.SetCacheIdle(time.Duration(min(idleMillis, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond)
+}
 
 type sortEntry struct {
 	plan   *Plan

@@ -52,7 +52,7 @@ def main(jar, mode, rows):
         memory_spilled = sum(s.get("memoryBytesSpilled", 0) for s in stages)
         disk_spilled = sum(s.get("diskBytesSpilled", 0) for s in stages)
         rss_after = status(pid, "VmRSS")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # the cache lets go after 60 s unused (the default)
         while spark._jvm.spillway.NativeStats.read().apply("nativeCachedBytes") > 0 and time.monotonic() < deadline:
             time.sleep(0.2)
         print("memory-compare mode=%s rows=%d peakRss=%d rssAfter=%d memorySpilled=%d diskSpilled=%d "

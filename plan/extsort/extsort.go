@@ -52,8 +52,8 @@
 // package offheap (from 64 KiB on; smaller budgets' chunks are Go slices) that are freed as
 // soon as the sort is done with them: when a run is written, when the in-memory records are all
 // returned, and at Close, whatever state the sort is in. So what the sort frees goes back to the
-// OS at once (those of 2 MiB or more through offheap's cache, for the next sort to map, within
-// seconds), and the Go heap holds bookkeeping only (the runs, the merge heap, a run writer's
+// OS at once (those of 2 MiB or more through offheap's cache, for the next sort to take, within
+// a minute), and the Go heap holds bookkeeping only (the runs, the merge heap, a run writer's
 // chunk buffers while it writes). One exception: when Add spills because the budget is reached, or the caller
 // spills with SpillToRefill (Spark spilling the sort to grant the sort's own next batch), the
 // run's arena chunks are kept, emptied, and the next records fill them (as many as leave the

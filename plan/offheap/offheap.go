@@ -8,7 +8,7 @@
 // until the cache below lets it go).
 //
 // Buffers of HugePage or more start on a huge-page boundary and are offered transparent huge
-// pages (madvise MADV_HUGEPAGE). Free keeps such buffers mapped for a moment, for the next Alloc
+// pages (madvise MADV_HUGEPAGE). Free keeps such buffers mapped for a while, for the next Alloc
 // (see "The cache of freed buffers" below); every other buffer is unmapped at once.
 //
 // Buffers smaller than Threshold come from the Go heap (a mapping per small buffer would cost a
@@ -20,6 +20,7 @@ package offheap
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +36,15 @@ const Threshold = 64 << 10
 var (
 	pageSize = unix.Getpagesize()
 	mapped   atomic.Int64
+	peak     atomic.Int64 // the most bytes mapped has counted: the cache and the buffers together stay within it
 )
+
+// addMapped counts n more bytes mapped for callers (n < 0: fewer), and raises peak to them.
+func addMapped(n int64) {
+	now := mapped.Add(n)
+	for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+	}
+}
 
 // Alloc returns a zeroed buffer of length n. At or above Threshold it is mapped outside the Go
 // heap, and its capacity is n rounded up to a page; it must be given back with Free. Below, it is
@@ -54,7 +63,7 @@ func Alloc(n int) ([]byte, error) {
 	if size >= HugePage {
 		if b := takeCached(size); b != nil {
 			clear(b) // Alloc's buffers are zeroed; a cached one holds what its last owner wrote
-			mapped.Add(int64(size))
+			addMapped(int64(size))
 			return b[:n], nil
 		}
 		p, err = mapHuge(size)
@@ -64,7 +73,10 @@ func Alloc(n int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("offheap: mapping %d bytes of memory: %w", size, err)
 	}
-	mapped.Add(int64(size))
+	addMapped(int64(size))
+	if size >= HugePage && Cached() > 0 {
+		trimToPeak() // a new mapping, none cached being large enough: the cache makes room for it
+	}
 	return unsafe.Slice((*byte)(p), size)[:n], nil
 }
 
@@ -116,7 +128,7 @@ func Free(b []byte) {
 		// A subslice of a mapping (b[k:] keeps a large capacity): unmapping it would cut the mapping.
 		panic(fmt.Sprintf("offheap: Free of %d bytes at %p, not the start of a buffer Alloc returned", size, p))
 	}
-	mapped.Add(-int64(size))
+	addMapped(-int64(size))
 	if size >= HugePage && putCached(p, size) {
 		return
 	}
@@ -154,21 +166,27 @@ func Mapped() int64 { return mapped.Load() }
 // taken by the next, before it has left the process, takes no page fault and no wait for the
 // host; Alloc only zeroes it, which the kernel did for a fresh page anyway.
 //
-// So Free keeps freed buffers of HugePage or more (the sorts' arena chunks and indexes), up to
-// CacheLimit bytes in all, and Alloc takes the smallest that is large enough (of those, the most
-// recently freed), so that an arena's chunks leave a freed index for the next index. Of a larger
-// one it takes the head; the rest from the next huge-page boundary on stays cached (so
-// every cached buffer starts on one), and the pages between are unmapped. A cached buffer is
-// advised MADV_FREE: the kernel may take its pages back at once under memory pressure (they are
-// then mapped afresh on the next touch, as without the cache), and a container's working set does
-// not count them. Whatever the kernel has not taken is unmapped once it has been unused for
-// CacheIdle, so an executor whose sorts have ended holds nothing a moment later.
-const (
-	// CacheLimit is the most bytes the cache holds; past it, Free unmaps the oldest buffers.
-	CacheLimit = 256 << 20
-	// CacheIdle is how long a cached buffer stays mapped unused.
-	CacheIdle = 10 * time.Second
-)
+// So Free keeps freed buffers of HugePage or more (the sorts' arena chunks and indexes), and Alloc
+// takes the smallest that is large enough (of those, the most recently freed), so that an arena's
+// chunks leave a freed index for the next index. Of a larger one it takes the head; the rest from
+// the next huge-page boundary on stays cached (so every cached buffer starts on one), and the
+// pages between are unmapped.
+//
+// What it holds is bounded three ways:
+//   - The cached buffers and those mapped for callers never take more together than the most
+//     the callers have had mapped at once (the peak of Mapped): the cache sizes itself to the
+//     memory the executor's sorts were granted, and never makes the process hold more than they
+//     did. When Alloc must map a buffer, none cached being large enough, the oldest cached go.
+//   - A cached buffer is advised MADV_FREE: the kernel may take its pages back at once under
+//     memory pressure (they are then mapped afresh on the next touch, as without the cache), and
+//     a container's working set does not count them.
+//   - Whatever the kernel has not taken is unmapped once it has been unused for the idle time
+//     (CacheIdle unless SetCacheIdle says otherwise), so an executor whose sorts have ended holds
+//     nothing a minute later. A minute, because Spark runs a query's stages seconds to tens of
+//     seconds apart, and the JVM keeps its own heap, which Spark's sort uses, for good.
+
+// CacheIdle is how long a cached buffer stays mapped unused, unless SetCacheIdle says otherwise.
+const CacheIdle = time.Minute
 
 type cachedBuffer struct {
 	p     unsafe.Pointer
@@ -178,17 +196,35 @@ type cachedBuffer struct {
 
 var cache struct {
 	mu      sync.Mutex
-	buffers []cachedBuffer // in the order they were cached (a split's rest at the end); the first go first past CacheLimit
-	bytes   int64          // of buffers, which CacheLimit bounds
+	buffers []cachedBuffer // in the order they were cached (a split's rest at the end); the first go first
+	bytes   int64          // of buffers
 	trim    *time.Timer    // armed while buffers are cached
-	idle    time.Duration
+	idle    time.Duration  // 0: no buffer is cached
 }
 
 // cachedBytes is Cached: cache.bytes, and the buffers taken out of the cache until they are
 // unmapped, so that a reader who sees 0 finds them gone.
 var cachedBytes atomic.Int64
 
+// cacheOff is cache.idle == 0, read without the lock: Free then skips the advice.
+var cacheOff atomic.Bool
+
 func init() { cache.idle = CacheIdle }
+
+// SetCacheIdle sets how long a cached buffer stays mapped unused, for the whole process; 0 turns
+// the cache off (Free unmaps at once). Buffers cached already that have been unused that long are
+// unmapped now, the others when they reach it.
+func SetCacheIdle(idle time.Duration) error {
+	if idle < 0 {
+		return fmt.Errorf("offheap: a cache idle time of %v; give 0 (no cache) or more", idle)
+	}
+	cache.mu.Lock()
+	cache.idle = idle
+	cacheOff.Store(idle == 0)
+	cache.mu.Unlock()
+	trimIdle()
+	return nil
+}
 
 // Cached is the bytes the cache of freed buffers holds now, in the whole process: mapped, unused,
 // and free for the kernel to take back.
@@ -225,28 +261,24 @@ func takeCached(size int) []byte {
 	return unsafe.Slice((*byte)(c.p), size)
 }
 
-// putCached caches the buffer of size bytes at p, freed, if the cache has room for it, making
-// room by unmapping the oldest; it reports whether it did.
+// putCached caches the buffer of size bytes at p, freed (mapped no longer counts it), unless the
+// cache is off; it reports whether it did. It unmaps the oldest buffers past the peak's room.
 func putCached(p unsafe.Pointer, size int) bool {
-	if size > CacheLimit {
-		return false
-	}
 	// The advice may fail only where the kernel has no MADV_FREE (before Linux 4.5): then the
 	// buffer is unmapped at once, as without the cache.
-	if err := unix.Madvise(unsafe.Slice((*byte)(p), size), unix.MADV_FREE); err != nil {
+	if cacheOff.Load() || unix.Madvise(unsafe.Slice((*byte)(p), size), unix.MADV_FREE) != nil {
 		return false
 	}
-	var evicted []cachedBuffer
 	cache.mu.Lock()
-	for cache.bytes+int64(size) > CacheLimit {
-		evicted = append(evicted, cache.buffers[0])
-		cache.bytes -= int64(cache.buffers[0].size)
-		cache.buffers = cache.buffers[1:]
+	if cache.idle == 0 { // turned off since
+		cache.mu.Unlock()
+		return false
 	}
 	cache.buffers = append(cache.buffers, cachedBuffer{p, size, time.Now()})
 	cache.bytes += int64(size)
 	cachedBytes.Add(int64(size))
-	if cache.trim == nil {
+	evicted := evictPastPeak()
+	if cache.trim == nil && len(cache.buffers) > 0 {
 		cache.trim = time.AfterFunc(cache.idle, trimIdle)
 	}
 	cache.mu.Unlock()
@@ -254,10 +286,41 @@ func putCached(p unsafe.Pointer, size int) bool {
 	return true
 }
 
-// trimIdle unmaps the buffers cached for CacheIdle or more, and arms itself again for the others.
+// trimToPeak unmaps the oldest cached buffers past the peak's room.
+func trimToPeak() {
+	cache.mu.Lock()
+	evicted := evictPastPeak()
+	cache.mu.Unlock()
+	unmapCached(evicted)
+}
+
+// evictPastPeak takes out of the cache, oldest first, the buffers that take the cache and the
+// callers' buffers together past peak, and returns them to be unmapped. cache.mu is held.
+func evictPastPeak() []cachedBuffer {
+	room := peak.Load() - mapped.Load()
+	k := 0
+	for k < len(cache.buffers) && cache.bytes > room {
+		cache.bytes -= int64(cache.buffers[k].size)
+		k++
+	}
+	if k == 0 {
+		return nil
+	}
+	evicted := slices.Clone(cache.buffers[:k])
+	clear(cache.buffers[:k]) // no stale pointers in the backing array
+	cache.buffers = cache.buffers[k:]
+	return evicted
+}
+
+// trimIdle unmaps the buffers cached for the idle time or more (every one if the cache is off),
+// and arms itself again for the others.
 func trimIdle() {
 	var idle []cachedBuffer
 	cache.mu.Lock()
+	if cache.trim != nil {
+		cache.trim.Stop() // when SetCacheIdle calls it: the timer it replaces
+		cache.trim = nil
+	}
 	now := time.Now()
 	kept := cache.buffers[:0]
 	next := time.Duration(0)
@@ -276,8 +339,6 @@ func trimIdle() {
 	cache.buffers = kept
 	if len(kept) > 0 {
 		cache.trim = time.AfterFunc(next, trimIdle)
-	} else {
-		cache.trim = nil
 	}
 	cache.mu.Unlock()
 	unmapCached(idle)

@@ -60,23 +60,67 @@ func TestFreedMemoryLeavesTheResidentSet(t *testing.T) {
 	for i := 0; i < len(b); i += pageSize {
 		b[i] = 1 // touch every page
 	}
-	peak := residentBytes(t)
+	held := residentBytes(t)
 	Free(b)
 	require.Eventually(t, func() bool { return Cached() == 0 }, 10*time.Second, 10*time.Millisecond, "the cache let the buffer go")
 	after := residentBytes(t)
-	assert.Greater(t, peak-before, int64(size*9/10), "touching the buffer made it resident")
-	assert.Less(t, after-before, int64(16<<20), "Free returned it to the OS: before %d, peak %d, after %d", before, peak, after)
+	assert.Greater(t, held-before, int64(size*9/10), "touching the buffer made it resident")
+	assert.Less(t, after-before, int64(16<<20), "Free returned it to the OS: before %d, held %d, after %d", before, held, after)
 }
 
-// A buffer too large for the cache is unmapped at once.
-func TestABufferLargerThanTheCacheIsUnmappedAtOnce(t *testing.T) {
+// The cache and the callers' buffers never take more together than the callers had mapped at
+// their peak: a buffer mapped because none cached was large enough makes the oldest cached go.
+func TestTheCacheAndTheBuffersStayWithinTheirPeak(t *testing.T) {
 	withCacheIdle(t, time.Hour)
-	b, err := Alloc(CacheLimit + HugePage)
+	before := Mapped()
+	var bufs [3][]byte
+	for i := range bufs {
+		b, err := Alloc(HugePage)
+		require.NoError(t, err)
+		bufs[i] = b
+	}
+	for _, b := range bufs {
+		Free(b)
+	}
+	assert.Equal(t, int64(3*HugePage), Cached(), "all three kept: the callers held as much")
+	larger, err := Alloc(2 * HugePage) // none cached is large enough: mapped afresh
 	require.NoError(t, err)
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	defer Free(larger)
+	for i, b := range bufs {
+		assert.Equal(t, i == 2, isMapped(t, uintptr(unsafe.Pointer(unsafe.SliceData(b)))), "buffer %d: the two oldest went", i)
+	}
+	assert.Equal(t, int64(HugePage), Cached())
+	assert.Equal(t, before+int64(2*HugePage), Mapped())
+}
+
+// Off (idle time 0), the cache unmaps what it holds and Free unmaps at once; a shorter idle time
+// applies to the buffers cached already.
+func TestSetCacheIdle(t *testing.T) {
+	withCacheIdle(t, time.Hour)
+	require.ErrorContains(t, SetCacheIdle(-time.Second), "give 0 (no cache) or more")
+	a, err := Alloc(HugePage)
+	require.NoError(t, err)
+	pa := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	Free(a)
+	require.Equal(t, int64(HugePage), Cached(), "kept for an hour")
+	require.NoError(t, SetCacheIdle(50*time.Millisecond))
+	require.Eventually(t, func() bool { return Cached() == 0 }, 10*time.Second, 5*time.Millisecond, "let go after the new idle time")
+	assert.False(t, isMapped(t, pa))
+
+	b, err := Alloc(HugePage)
+	require.NoError(t, err)
+	pb := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	Free(b)
-	assert.Zero(t, Cached())
-	assert.False(t, isMapped(t, p), "unmapped")
+	require.Equal(t, int64(HugePage), Cached())
+	require.NoError(t, SetCacheIdle(0))
+	assert.Zero(t, Cached(), "turned off: what it held is unmapped")
+	assert.False(t, isMapped(t, pb))
+	c, err := Alloc(HugePage)
+	require.NoError(t, err)
+	pc := uintptr(unsafe.Pointer(unsafe.SliceData(c)))
+	Free(c)
+	assert.Zero(t, Cached(), "off: nothing is kept")
+	assert.False(t, isMapped(t, pc))
 }
 
 // The cache: a huge buffer freed is kept mapped, advised MADV_FREE (the kernel may take its pages
@@ -141,24 +185,6 @@ func TestAllocTakesTheSmallestCachedBufferLargeEnough(t *testing.T) {
 	Free(index2)
 }
 
-// Past CacheLimit the oldest cached buffers are unmapped.
-func TestTheCacheUnmapsItsOldestBuffersPastItsLimit(t *testing.T) {
-	withCacheIdle(t, time.Hour)
-	const n = CacheLimit / (8 * HugePage)
-	var bufs [][]byte
-	for range n + 1 {
-		b, err := Alloc(8 * HugePage)
-		require.NoError(t, err)
-		bufs = append(bufs, b)
-	}
-	oldest := uintptr(unsafe.Pointer(unsafe.SliceData(bufs[0])))
-	for _, b := range bufs {
-		Free(b)
-	}
-	assert.Equal(t, int64(CacheLimit), Cached())
-	assert.False(t, isMapped(t, oldest), "the oldest buffer was unmapped")
-}
-
 // A cached buffer unused for the idle time is unmapped; so is every other, in time.
 func TestIdleCachedBuffersAreUnmapped(t *testing.T) {
 	const idle = time.Second
@@ -181,7 +207,8 @@ func TestIdleCachedBuffersAreUnmapped(t *testing.T) {
 	assert.False(t, isMapped(t, pb))
 }
 
-// withCacheIdle empties the cache and sets its idle time for one test, then empties it again.
+// withCacheIdle empties the cache, sets its idle time for one test and makes the callers' peak
+// what they hold now, then empties the cache again.
 func withCacheIdle(t *testing.T, idle time.Duration) {
 	emptyCache := func() {
 		cache.mu.Lock()
@@ -197,13 +224,12 @@ func withCacheIdle(t *testing.T, idle time.Duration) {
 	emptyCache()
 	cache.mu.Lock()
 	saved := cache.idle
-	cache.idle = idle
 	cache.mu.Unlock()
+	require.NoError(t, SetCacheIdle(idle))
+	peak.Store(Mapped())
 	t.Cleanup(func() {
 		emptyCache()
-		cache.mu.Lock()
-		cache.idle = saved
-		cache.mu.Unlock()
+		require.NoError(t, SetCacheIdle(saved))
 	})
 }
 

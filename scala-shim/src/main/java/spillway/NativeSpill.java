@@ -303,6 +303,18 @@ public final class NativeSpill {
   // they were added in.
 
   /**
+   * Sets, for the whole process, how long the memory a finished sort gave back stays mapped for
+   * the next sorts, unused ({@code spark.spillway.sort.memoryCacheIdle}; 60 s without a call): a
+   * sort that finds it takes no page faults for its first touch. The library keeps at most what
+   * its sorts held at their peak, advised free for the kernel to take back under memory pressure
+   * (the {@code nativeCachedBytes} gauge shows it). 0 turns the cache off: freed memory goes back
+   * to the OS at once. Buffers kept already follow the new time.
+   *
+   * @throws IllegalArgumentException if {@code idleMillis < 0}; nothing changes then
+   */
+  public static native void configureMemoryCache(long idleMillis);
+
+  /**
    * Starts an external sort owned by the plan. It holds up to about {@code memoryBudget} bytes of
    * records in memory and spills sorted runs into the plan's spill files, under the plan's limit.
    * Releasing the plan releases the sort.

@@ -4,6 +4,7 @@ import java.util.Locale
 import java.util.concurrent.ConcurrentHashMap
 
 import org.apache.spark.{SparkConf, TaskContext}
+import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.spillway.SparkInternals
 
 /**
@@ -96,6 +97,34 @@ object SpillwayConf {
     (codec ++ level ++ bits).toSeq
   }
 
+  // ---- The native sorts' memory cache: executor-wide, read once per executor (SparkEnv). ----
+
+  /**
+   * How long the memory a native sort gave back stays mapped, unused, for the next sorts of the
+   * executor (NativeSpill.configureMemoryCache): a time as Spark's own (`60s`, `2min`, `500ms`; a
+   * bare number is milliseconds); `0` turns the cache off.
+   */
+  val SortMemoryCacheIdleKey: String = "spark.spillway.sort.memoryCacheIdle"
+  private val SortMemoryCacheIdleDefault = "60s"
+
+  /**
+   * The memory cache's idle time, in milliseconds, of an executor with `conf` ([[SortMemoryCacheIdleKey]]).
+   *
+   * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
+   */
+  def sortMemoryCacheIdleMs(conf: SparkConf): Long = {
+    memoryCacheErrors(conf).headOption.foreach(e => throw new IllegalArgumentException(e))
+    timeMs(conf.get(SortMemoryCacheIdleKey, SortMemoryCacheIdleDefault)).get
+  }
+
+  private def timeMs(v: String): Option[Long] =
+    scala.util.Try(JavaUtils.timeStringAsMs(v.trim)).toOption.filter(_ >= 0)
+
+  private def memoryCacheErrors(conf: SparkConf): Seq[String] =
+    conf.getOption(SortMemoryCacheIdleKey).filter(timeMs(_).isEmpty).map { v =>
+      s"Invalid value '$v' for $SortMemoryCacheIdleKey: expected a time such as 60s, 2min or 500ms, or 0 for no cache"
+    }.toSeq
+
   /** Whether SQL sorts run as the native sort (`spillway.SpillwayExtensions`); read per session. */
   val SqlSortEnabledKey: String = "spark.spillway.sql.sort.enabled"
 
@@ -120,7 +149,8 @@ object SpillwayConf {
     else Some(s"Invalid value '$value' for $key: expected true or false")
 
   /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
-  val KnownKeys: Seq[String] = settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey) ++ BooleanKeys
+  val KnownKeys: Seq[String] =
+    settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SortMemoryCacheIdleKey) ++ BooleanKeys
 
   // Registered with SQLConf so that `spark.conf.set`/`SET` accept the keys per session (Spark
   // rejects session-level changes of keys registered only as core configs) and check the value
@@ -192,7 +222,7 @@ object SpillwayConf {
    */
   def validate(conf: SparkConf): Seq[String] = {
     val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++
-      formatErrors(conf) ++ BooleanKeys.flatMap(k => conf.getOption(k).flatMap(booleanError(k, _)))
+      formatErrors(conf) ++ memoryCacheErrors(conf) ++ BooleanKeys.flatMap(k => conf.getOption(k).flatMap(booleanError(k, _)))
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
     conf.getAll.map(_._1).sorted.toSeq.flatMap(unknownKeyWarning)
   }

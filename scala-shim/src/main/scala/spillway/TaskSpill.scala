@@ -118,10 +118,12 @@ object TaskSpill {
     if (current != null && (current.owner eq owner)) return current
     NativeLoader.load() // the descriptive load error, rather than NativeSpill's class init failure
     owner match {
-      // The executor's spill file format, set once per SparkEnv: plans created from now on take it.
+      // The executor's spill file format and sorts' memory cache, set once per SparkEnv: plans
+      // and sorts from now on take them.
       case env: SparkEnv =>
         val f = SpillwayConf.spillFormat(env.conf)
         NativeSpill.configureFormat(f.codec, f.zstdLevel, f.encrypt, f.keyBits)
+        NativeSpill.configureMemoryCache(SpillwayConf.sortMemoryCacheIdleMs(env.conf))
       case _ =>
     }
     val paths = dirs().clone()

@@ -19,8 +19,9 @@ import org.scalatest.funsuite.AnyFunSuite
  * 320 MiB in a real Spark task, in the default on-heap mode with no cap, holds its records
  * resident at its peak (so the test measures something), and once the task ends — the sort
  * completed, failed, cancelled, or abandoned by a LIMIT — nothing is mapped for a sort, what it
- * freed is kept for the next sorts (the library's cache), and once the cache has let it go (10 s
- * unused) the process is back within 64 MiB of where it was, its Go heap near its idle size.
+ * freed is kept for the next sorts (the library's cache), and once the cache has let it go (2 s
+ * unused here, `spark.spillway.sort.memoryCacheIdle`) the process is back within 64 MiB of where
+ * it was, its Go heap near its idle size.
  */
 class NativeMemorySuite extends AnyFunSuite with LocalSpark {
   import NativeMemorySuite._
@@ -28,12 +29,13 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
   override protected def master: String = "local[1]"
   override protected def sparkConf: Map[String, String] = Map(
     "spark.testing.memory" -> (1L << 30).toString, "spark.testing.reservedMemory" -> "0", "spark.memory.fraction" -> "1.0",
-    "spark.sql.extensions" -> "spillway.SpillwayExtensions", "spark.sql.shuffle.partitions" -> "2")
+    "spark.sql.extensions" -> "spillway.SpillwayExtensions", "spark.sql.shuffle.partitions" -> "2",
+    "spark.spillway.sort.memoryCacheIdle" -> "2s")
 
   private def run(way: Way): Unit = sc.parallelize(Seq(0), 1).foreach(_ => sortInTask(way))
 
   private def cacheLetGo(): Unit =
-    eventually(timeout(60.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L))
+    eventually(timeout(20.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L)) // 2 s, not the default 60
 
   override def beforeAll(): Unit = {
     super.beforeAll()
@@ -74,7 +76,7 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
       }
       // A cancelled job returns before its task stops (at its next batch): wait for the task to end.
       eventually(timeout(60.seconds), interval(50.millis))(assert(NativeStats.read()("livePlans") == 0L))
-      // The library keeps what the sort freed mapped for the next sorts, 10 s unused at most.
+      // The library keeps what the sort freed mapped for the next sorts, 2 s unused at most here.
       val cachedAtEnd = NativeStats.read()("nativeCachedBytes")
       cacheLetGo()
       val after = settledRss()

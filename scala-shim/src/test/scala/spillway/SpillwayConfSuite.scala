@@ -69,6 +69,21 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     assert(SpillwayConf.validate(conf(CompressionCodecKey -> "zstd", ZstdLevelKey -> "3")).isEmpty, "known keys, no warning")
   }
 
+  test("the sorts' memory cache: a time as Spark's, 60s by default, 0 for none, every bad value named") {
+    import SpillwayConf.{SortMemoryCacheIdleKey => Idle}
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf()) == 60000L)
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> " 2min ")) == 120000L)
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> "500ms")) == 500L)
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> "0")) == 0L, "no cache")
+    assert(SpillwayConf.validate(conf(Idle -> "10s")).isEmpty, "a known key, no warning")
+    for (v <- Seq("-1s", "soon", "10 parsecs", "")) {
+      val m = rejected(Idle, v)
+      assert(m == s"Invalid value '$v' for $Idle: expected a time such as 60s, 2min or 500ms, or 0 for no cache", m)
+      assert(intercept[IllegalArgumentException](SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> v))).getMessage == m,
+        "the executor refuses it with the driver's message")
+    }
+  }
+
   test("the switches: true or false, checked at the driver and known (no typo warning)") {
     for (key <- Seq(SpillwayConf.SqlSortEnabledKey, SpillwayConf.SqlSortLogFallbacksKey, SpillwayConf.SortPipelinedRunsKey)) {
       assert(SpillwayConf.validate(conf(key -> "false")).isEmpty)
