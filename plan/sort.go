@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spillway/spillway/plan/extsort"
@@ -19,8 +20,8 @@ func (r *Registry) ConfigureMemoryCache(idleMillis int64) error {
 	if idleMillis < 0 {
 		return &ArgumentError{Reason: fmt.Sprintf("%s is %d ms; give 0 (no cache) or a time such as 60s", SortMemoryCacheIdleKey, idleMillis)}
 	}
-	// Past about 292 years a Duration overflows: such a time means never, as an hour does in practice.
-	return offheap.SetCacheIdle(time.Duration(min(idleMillis, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond)
+	// A Duration holds about 292 years: a longer time is that long.
+	return offheap.SetCacheIdle(time.Duration(min(idleMillis, int64(math.MaxInt64/time.Millisecond))) * time.Millisecond)
 }
 
 type sortEntry struct {

@@ -8,7 +8,7 @@ SortExec sorts. The job sorts `rows` rows of about 200 bytes by a random long an
 the noop sink. Prints one line of key=value: the JVM's peak resident set (VmHWM) and its resident
 set after the job (VmRSS), what the sorts spilled (the stage's task metrics, from Spark's REST
 API), the library's nativeBytes, nativeCachedBytes and goHeapBytes after the job, and the resident
-set again once the library's cache of freed mappings has let go (10 s unused).
+set again once the library's cache of freed mappings has let go (60 s unused by default).
 """
 
 import json

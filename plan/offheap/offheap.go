@@ -206,9 +206,6 @@ var cache struct {
 // unmapped, so that a reader who sees 0 finds them gone.
 var cachedBytes atomic.Int64
 
-// cacheOff is cache.idle == 0, read without the lock: Free then skips the advice.
-var cacheOff atomic.Bool
-
 func init() { cache.idle = CacheIdle }
 
 // SetCacheIdle sets how long a cached buffer stays mapped unused, for the whole process; 0 turns
@@ -220,7 +217,6 @@ func SetCacheIdle(idle time.Duration) error {
 	}
 	cache.mu.Lock()
 	cache.idle = idle
-	cacheOff.Store(idle == 0)
 	cache.mu.Unlock()
 	trimIdle()
 	return nil
@@ -265,12 +261,13 @@ func takeCached(size int) []byte {
 // cache is off; it reports whether it did. It unmaps the oldest buffers past the peak's room.
 func putCached(p unsafe.Pointer, size int) bool {
 	// The advice may fail only where the kernel has no MADV_FREE (before Linux 4.5): then the
-	// buffer is unmapped at once, as without the cache.
-	if cacheOff.Load() || unix.Madvise(unsafe.Slice((*byte)(p), size), unix.MADV_FREE) != nil {
+	// buffer is unmapped at once, as without the cache. It is made outside the lock, so with the
+	// cache off it is made for nothing: off is an operator's rare choice.
+	if unix.Madvise(unsafe.Slice((*byte)(p), size), unix.MADV_FREE) != nil {
 		return false
 	}
 	cache.mu.Lock()
-	if cache.idle == 0 { // turned off since
+	if cache.idle == 0 { // off
 		cache.mu.Unlock()
 		return false
 	}
