@@ -87,8 +87,24 @@ func BenchmarkSortNarrow(b *testing.B) {
 		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
 		return AppendRecord(dst, sqlLongKey(nil, k, false), value)
 	})
-	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=96MiB", budget: 96 << 20, tasks: 1},
-		{name: "spill/budget=96MiB/lz4", budget: 96 << 20, tasks: 1, lz4: true}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}})
+	cases := []benchCase{{name: "spill/budget=96MiB", budget: 96 << 20, tasks: 1},
+		{name: "spill/budget=96MiB/lz4", budget: 96 << 20, tasks: 1, lz4: true}, {name: "memory/budget=256MiB", budget: 256 << 20, tasks: 1}}
+	benchSorts(b, records, batches, cases)
+	// The same rows in four stretches in key order, one after another (a task of the SQL bench
+	// gets its rows in 2 to 4 stretches: lineitem is stored by l_orderkey): no radix sort.
+	i := 0
+	inOrder := benchBatches(records, func(dst []byte) []byte {
+		q := records / 4
+		k := uint64(((3-i/q)*q+i%q)/4 + 1) // the last quarter first
+		i++
+		binary.LittleEndian.PutUint64(value[8:], k)
+		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
+		return AppendRecord(dst, sqlLongKey(nil, k, false), value)
+	})
+	for i := range cases {
+		cases[i].name = "stretches/" + cases[i].name
+	}
+	benchSorts(b, records, inOrder, cases)
 }
 
 // BenchmarkSortStrings sorts 1M records shaped like Spark SQL's string sort,
@@ -158,6 +174,19 @@ func BenchmarkSortedIndex(b *testing.B) {
 		{"joinkey", func(dst []byte) []byte {
 			return AppendRecord(dst, sqlLongKey(nil, uint64(r.IntN(records/4)+1), false), randBytes(r, 16))
 		}},
+		// The join key in four stretches in key order that interleave by blocks of 10,000 keys,
+		// as a shuffle of a table stored by the key brings them (SortShapesBench's narrow shape):
+		// merged by blocks, not radix sorted.
+		{"joinkey-stretches", func() func(dst []byte) []byte {
+			i := 0
+			return func(dst []byte) []byte {
+				const block = 40_000 // records: 10,000 keys
+				stretch, j := i%(records/4*4)/(records/4), i%(records/4)
+				k := uint64((j/block*4+stretch)*block+j%block)/4 + 1 // stretch s takes blocks s, s+4, ...
+				i++
+				return AppendRecord(dst, sqlLongKey(nil, k, false), randBytes(r, 16))
+			}
+		}()},
 		// The join key with 1% nulls (NULLS LAST), a null written as its flag alone: keys of two lengths.
 		{"joinkey-nulls-short", func(dst []byte) []byte {
 			if r.IntN(100) == 0 {

@@ -19,6 +19,12 @@
 // Records with equal keys come out in the order they were added, across all Adds, whether they
 // were spilled or not. Values are carried along and never compared.
 //
+// Records that come in key order, or in a few stretches in key order (a sort over a sorted scan,
+// a table stored by the key and read file by file), are not radix sorted: Add compares each key
+// with the one before while they come so, and the index of the records in memory is then their
+// stretches merged, by blocks of records found by a binary search. Keys in no order stop the
+// comparing within a few thousand records, and are sorted as below.
+//
 // # Run files
 //
 // Runs are framed spill files (spill.Manager.CreateFramedFileWith): compressed and

@@ -1,6 +1,7 @@
 package extsort
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"slices"
@@ -57,7 +58,23 @@ type memTable struct {
 	diff           [maxTracked / 8]uint64 // the OR of every key's first bytes XOR first: nonzero bytes vary
 	minKey, maxKey int                    // the shortest and longest key held
 	minRec, maxRec int                    // the shortest and longest record held, encoded
+
+	// Input often comes in key order already, or as a few stretches in key order: a sort over a
+	// sorted scan, a table stored by the key and read file by file (TPC-H's lineitem, stored by
+	// l_orderkey, reaches each task of a sort by l_orderkey as 2 to 4 stretches, each of whole
+	// files). Such records need no radix sort: their index is the stretches merged by blocks
+	// (stretchIndex). Each key added is compared with the one before (lastKey, the last record's
+	// key where it lies in the arena); breaks holds the ordinal of each record whose key is less,
+	// where a stretch starts. Past maxBreaks of them outOfOrder is set and nothing is compared.
+	breaks     []int
+	outOfOrder bool
+	lastKey    []byte
 }
+
+// maxBreaks bounds the stretches in key order sortedIndex looks for: a stretch a map task whose
+// output a task reads (a shuffle of a sorted table), for up to about a thousand. Random keys reach
+// it within a few thousand records.
+const maxBreaks = 1024
 
 // maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
 // add.
@@ -118,6 +135,7 @@ func (t *memTable) add(rec []byte) error {
 		last++
 	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
+	t.checkOrder(t.chunks[last][len(t.chunks[last])-len(rec):], len(rec), t.n)
 	if t.n == 0 {
 		t.minRec, t.maxRec = len(rec), len(rec)
 	} else {
@@ -148,6 +166,7 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 			t.track(recs[:taken], uniform)
 			t.n += records
 			t.chunks[last] = append(t.chunks[last], recs[:taken]...)
+			t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], uniform, t.n-records)
 		}
 		return taken, records
 	}
@@ -163,7 +182,35 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 		records++
 	}
 	t.chunks[last] = append(t.chunks[last], recs[:taken]...) // within the chunk's capacity: never moved
+	t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], 0, t.n-records)
 	return taken, records
+}
+
+// checkOrder compares the keys of recs, records just added (where they lie in the arena), the
+// first of ordinal first, each with the key before it, while the records held are in stretches
+// in key order; size is every record's size, or 0 when they differ.
+func (t *memTable) checkOrder(recs []byte, size, first int) {
+	if t.outOfOrder {
+		return
+	}
+	prev := t.lastKey
+	for off, i := 0, first; off < len(recs); i++ {
+		key := keyOf(recs[off:])
+		if prev != nil && bytes.Compare(prev, key) > 0 {
+			if len(t.breaks) >= maxBreaks {
+				t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
+				return
+			}
+			t.breaks = append(t.breaks, i)
+		}
+		prev = key
+		if size > 0 {
+			off += size
+		} else {
+			off += recordSize(recs[off:])
+		}
+	}
+	t.lastKey = prev
 }
 
 // newChunk returns an empty chunk for at least size bytes: the largest spare if it holds them,
@@ -330,8 +377,19 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	n := t.starts[k] // the records of chunks[:k]
 	old = *t
 	old.chunks, old.starts = slices.Clone(t.chunks[:k]), slices.Clone(t.starts[:k])
-	old.spare, old.index, old.indexMem = nil, nil, nil
+	old.spare, old.index, old.indexMem, old.lastKey = nil, nil, nil, nil // old takes no more records
 	old.n, old.arena = n, arena
+	// Each side's stretches are the whole's, cut at n: the records left start one.
+	cut, _ := slices.BinarySearch(t.breaks, n)
+	old.breaks = slices.Clone(t.breaks[:cut])
+	rest := t.breaks[cut:]
+	if len(rest) > 0 && rest[0] == n {
+		rest = rest[1:]
+	}
+	t.breaks = slices.Clone(rest)
+	for i := range t.breaks {
+		t.breaks[i] -= n
+	}
 	t.chunks, t.starts = slices.Delete(t.chunks, 0, k), slices.Delete(t.starts, 0, k)
 	for i := range t.starts {
 		t.starts[i] -= n
@@ -348,6 +406,13 @@ func (t *memTable) rejoin(old *memTable) {
 		t.starts[i] += old.n
 	}
 	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
+	if !t.outOfOrder {
+		breaks := append(old.breaks, old.n) // where the records left started: a stretch may start there
+		for _, b := range t.breaks {
+			breaks = append(breaks, b+old.n)
+		}
+		t.breaks = breaks
+	}
 	t.n += old.n
 	t.arena += old.arena
 	*old = memTable{}
@@ -379,23 +444,27 @@ func (t *memTable) freeIndex() {
 }
 
 // sortedIndex returns an index of every record in key order, stable, valid until reset or the
-// next sortedIndex. The sort itself need not be stable: the insertion order in each entry breaks
-// ties, so the fast unstable sort gives a stable result. It fails only when the OS refuses the
-// index's memory (counted from each record's add on: entrySize).
+// next sortedIndex. Records added in a few stretches in key order are merged (stretchIndex).
+// Otherwise the sort itself need not be stable: the insertion order in each entry breaks ties,
+// so the fast unstable sort gives a stable result. It fails only when the OS refuses the index's
+// memory (counted from each record's add on: entrySize).
 func (t *memTable) sortedIndex() ([]entry, error) {
 	t.freeIndex() // one left by a spill that failed
-	w := t.window()
 	mem, err := offheap.Alloc(t.n * int(entrySize))
 	if err != nil {
 		return nil, err
 	}
 	// Entries hold no pointers, so memory the collector does not scan may hold them.
 	t.indexMem = mem
-	if t.sortShortKeys(&w, mem) {
-		t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)
+	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)
+	if !t.outOfOrder && t.stretchIndex(t.index) {
 		return t.index, nil
 	}
-	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)[:0]
+	w := t.window()
+	if t.sortShortKeys(&w, mem) {
+		return t.index, nil
+	}
+	t.index = t.index[:0]
 	idx := t.index
 	// Where the prefix has bytes past every key, the insertion order goes there: equal keys
 	// then have distinct prefixes in insertion order, and the radix sort alone makes the sort
@@ -414,6 +483,212 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	}
 	t.sortEntries(idx, w.end)
 	return idx, nil
+}
+
+// stretchIndex fills idx with the records in key order, stable, by merging the stretches in key
+// order that they were added in (see breaks), when the merge takes blocks of records at a time:
+// stretches that do not overlap are each one block, and overlapping ones mostly are a few (a
+// shuffle's blocks of a table stored by the key, each of one file or more, interleave by whole
+// files). A block is found by a search over the stretch's keys (by a walk, for records of many
+// sizes), and indexed with no key read. It reports false, having written nothing of use, when
+// the blocks are too short to be worth it (stretches that interleave record by record).
+func (t *memTable) stretchIndex(idx []entry) bool {
+	if len(t.breaks) == 0 {
+		t.indexFrom(idx, 0) // in key order as added
+		return true
+	}
+	size := t.recordSize()
+	starts := append(append(make([]int, 0, len(t.breaks)+1), 0), t.breaks...)
+	pos := t.positions(starts)
+	all, heap := make([]stretch, len(starts)), make([]*stretch, len(starts))
+	for i, start := range starts {
+		end := t.n
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		all[i] = stretch{t: t, start: start, at: start, end: end, pos: pos[i]}
+		heap[i] = &all[i]
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		siftStretch(heap, i)
+	}
+	blocks, i := 0, 0
+	for len(heap) > 1 {
+		if blocks++; blocks > 64 && blocks*minBlock > t.n {
+			return false
+		}
+		top, next := heap[0], heap[1]
+		if len(heap) > 2 && heap[2].less(next) {
+			next = heap[2]
+		}
+		n := top.block(next, size)
+		t.indexFrom(idx[i:i+n], top.pos)
+		i += n
+		if !top.advance(n, size) {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		siftStretch(heap, 0)
+	}
+	last := heap[0]
+	t.indexFrom(idx[i:], last.pos)
+	return true
+}
+
+// minBlock is the fewest records a block of stretchIndex's merge takes on average: shorter, and
+// finding the blocks costs about what the radix sort does.
+const minBlock = 32
+
+// stretch is one stretch in key order in stretchIndex's merge: its records from ordinal at to end.
+type stretch struct {
+	t       *memTable
+	start   int    // its first record's ordinal: equal keys of an earlier stretch go first
+	at, end int    // ordinals: the next record, and one past the last
+	pos     uint64 // the next record's position (entry.pos)
+}
+
+func (s *stretch) key() []byte { return keyOf(s.t.record(entry{pos: s.pos})) }
+
+// less orders stretches by their next keys, then by age.
+func (s *stretch) less(o *stretch) bool {
+	if c := bytes.Compare(s.key(), o.key()); c != 0 {
+		return c < 0
+	}
+	return s.start < o.start
+}
+
+// before reports whether key, a key of s, goes before next's next record.
+func (s *stretch) before(key []byte, next *stretch) bool {
+	c := bytes.Compare(key, next.key())
+	return c < 0 || c == 0 && s.start < next.start
+}
+
+// block is how many of s's records from at on go before next's next record (at least one: s
+// comes first in the merge). Records of one size (size) are found by a galloping search over
+// ordinals, others by a walk.
+func (s *stretch) block(next *stretch, size int) int {
+	if size == 0 {
+		n := 1
+		for pos := s.t.following(s.pos); s.at+n < s.end && s.before(keyOf(s.t.record(entry{pos: pos})), next); n++ {
+			pos = s.t.following(pos)
+		}
+		return n
+	}
+	goes := func(n int) bool { // the record n past at goes first
+		return s.before(keyOf(s.t.record(entry{pos: s.t.positionOf(s.at+n, size)})), next)
+	}
+	lo, hi := 1, 2 // records lo-1 goes first; hi is the first to try
+	for s.at+hi < s.end && goes(hi) {
+		lo, hi = hi+1, 2*hi
+	}
+	hi = min(hi, s.end-s.at) // the answer is in [lo, hi]
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if goes(mid) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// advance moves s n records on and reports whether it has any left.
+func (s *stretch) advance(n, size int) bool {
+	s.at += n
+	if s.at == s.end {
+		return false
+	}
+	if size > 0 {
+		s.pos = s.t.positionOf(s.at, size)
+		return true
+	}
+	for range n {
+		s.pos = s.t.following(s.pos)
+	}
+	return true
+}
+
+func siftStretch(h []*stretch, i int) {
+	for {
+		least := i
+		if l := 2*i + 1; l < len(h) && h[l].less(h[least]) {
+			least = l
+		}
+		if r := 2*i + 2; r < len(h) && h[r].less(h[least]) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// following is the position of the record after the one at pos, which is not the last.
+func (t *memTable) following(pos uint64) uint64 {
+	ci, off := int(pos>>32), int(uint32(pos))
+	if off += recordSize(t.chunks[ci][off:]); off < len(t.chunks[ci]) {
+		return uint64(ci)<<32 | uint64(off)
+	}
+	return uint64(ci+1) << 32
+}
+
+// positionOf is the position of the record of ordinal o, every record being of size bytes.
+func (t *memTable) positionOf(o, size int) uint64 {
+	ci, found := slices.BinarySearch(t.starts, o)
+	if !found {
+		ci--
+	}
+	return uint64(ci)<<32 | uint64((o-t.starts[ci])*size)
+}
+
+// indexFrom fills idx with the positions of the len(idx) records from the one at pos on, in
+// insertion order.
+func (t *memTable) indexFrom(idx []entry, pos uint64) {
+	size := t.recordSize()
+	off, i := int(uint32(pos)), 0
+	for ci := int(pos >> 32); i < len(idx); ci++ {
+		c, p := t.chunks[ci], uint64(ci)<<32
+		if size > 0 { // a stride apart: no header read to find the next
+			for ; off < len(c) && i < len(idx); off += size {
+				idx[i] = entry{pos: p | uint64(off)}
+				i++
+			}
+		} else {
+			for ahead := off; off < len(c) && i < len(idx); off += recordSize(c[off:]) {
+				ahead = prefetchWalk(c, ahead, off)
+				idx[i] = entry{pos: p | uint64(off)}
+				i++
+			}
+		}
+		off = 0
+	}
+}
+
+// positions returns the positions (entry.pos) of the records of the given ordinals, ascending.
+func (t *memTable) positions(ordinals []int) []uint64 {
+	pos := make([]uint64, len(ordinals))
+	if size := t.recordSize(); size > 0 { // no walk: a chunk's records are a stride apart
+		for i, o := range ordinals {
+			pos[i] = t.positionOf(o, size)
+		}
+		return pos
+	}
+	i := 0
+	for ci, c := range t.chunks {
+		o := t.starts[ci]
+		for off, ahead := 0, 0; off < len(c) && i < len(ordinals); off += recordSize(c[off:]) {
+			ahead = prefetchWalk(c, ahead, off)
+			for i < len(ordinals) && ordinals[i] == o {
+				pos[i] = uint64(ci)<<32 | uint64(off)
+				i++
+			}
+			o++
+		}
+	}
+	return pos
 }
 
 // ordinalFits reports whether the prefix's low bytes that lie past every key's end (zero in every

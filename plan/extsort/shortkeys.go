@@ -124,18 +124,6 @@ func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 // returns the key bits that differ from the first key's, in the low bits.
 func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (varying uint64) {
 	keyShift := uint(8 * (8 - l.keyBytes))
-	if l.keyBytes == 0 { // every key is the same: the words are the places
-		i := 0
-		for ci, c := range t.chunks {
-			ahead := 0
-			for off := 0; off < len(c); off += recordSize(c[off:]) {
-				ahead = prefetchWalk(c, ahead, off)
-				words[i] = uint64(ci)<<l.offsetBits | uint64(off)
-				i++
-			}
-		}
-		return 0
-	}
 	// Records of one size (a SQL sort's fixed-width rows) are a stride apart: no header read to
 	// find the next record (a dependent load a record).
 	size := t.recordSize()

@@ -1,0 +1,221 @@
+package extsort
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// addBatch adds batch to mt as Sorter.Add does: by runs where they fit, else record by record.
+func addBatch(t *testing.T, mt *memTable, batch []byte) {
+	t.Helper()
+	uniform, err := validate(batch)
+	require.NoError(t, err)
+	for off := 0; off < len(batch); {
+		if taken, _ := mt.addRun(batch[off:], math.MaxInt64, uniform); taken > 0 {
+			off += taken
+			continue
+		}
+		size := recordSize(batch[off:])
+		require.NoError(t, mt.add(batch[off:off+size]))
+		off += size
+	}
+}
+
+// inInsertionOrder reports whether idx lists mt's records in the order they were added.
+func inInsertionOrder(mt *memTable, idx []entry) bool {
+	i := 0
+	for ci, c := range mt.chunks {
+		for off := 0; off < len(c); off += recordSize(c[off:]) {
+			if i >= len(idx) || idx[i].pos != uint64(ci)<<32|uint64(off) {
+				return false
+			}
+			i++
+		}
+	}
+	return i == len(idx)
+}
+
+// keysOf reads mt's keys in idx's order.
+func keysOf(mt *memTable, idx []entry) [][]byte {
+	keys := make([][]byte, len(idx))
+	for i, e := range idx {
+		keys[i] = keyOf(mt.record(e))
+	}
+	return keys
+}
+
+// evenOdd is the long keys of parity from 0 to n, one record each.
+func evenOdd(parity, n int) (k [][]byte) {
+	for i := parity; i < n; i += 2 {
+		k = append(k, sqlLongKey(nil, uint64(i), false))
+	}
+	return k
+}
+
+// stretchIndexOf is mt's index by stretchIndex, and whether it took the stretches.
+func stretchIndexOf(t *testing.T, mt *memTable) ([]entry, bool) {
+	idx := make([]entry, mt.n)
+	require.False(t, mt.outOfOrder)
+	return idx, mt.stretchIndex(idx)
+}
+
+// wantKeys is recs' keys sorted.
+func wantKeys(recs []rec) [][]byte {
+	want := make([][]byte, len(recs))
+	for i, r := range reference(recs) {
+		want[i] = r.key
+	}
+	return want
+}
+
+// Records added in key order are indexed in insertion order, with no sort, equal keys as they
+// came. Stretches in key order are merged by blocks, equal keys of an earlier stretch first; those
+// that interleave record by record are sorted.
+func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
+	long := func(v uint64) []byte { return sqlLongKey(nil, v, false) }
+	keyRange := func(from, to int) (k [][]byte) { // keys from to to, 3 records each
+		for i := 3 * from; i < 3*to; i++ {
+			k = append(k, long(uint64(i/3)))
+		}
+		return k
+	}
+	for _, tc := range []struct {
+		name     string
+		keys     [][]byte
+		breaks   int
+		stretch  bool // indexed by its stretches
+		oneStore bool // every record added alone, of several sizes (else by runs, of one size)
+	}{
+		{"one long key, ties, in order", keyRange(0, 20_000), 0, true, false},
+		{"every key the same", repeatKeys(3000, long(7), long(7)), 0, true, false},
+		{"a key before its extensions", [][]byte{{}, {'a'}, {'a'}, {'a', 0}, {'a', 'b'}, {'a', 'b', 'c'}, {'b'}}, 0, true, true},
+		{"three stretches, apart", slices.Concat(keyRange(10_000, 15_000), keyRange(5_000, 10_000), keyRange(0, 5_000)), 2, true, false},
+		{"keys of several lengths, two stretches", [][]byte{{'b'}, {'b', 'a'}, {'c'}, {'a'}, {'a', 'z'}}, 1, true, true},
+		{"a later stretch's equal keys go after an earlier one's", slices.Concat(keyRange(5, 10), keyRange(0, 6)), 1, true, false},
+		{"two stretches that overlap by blocks", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, false},
+		{"by blocks, records of several sizes", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, true},
+		{"two stretches, one record each in turn", slices.Concat(evenOdd(0, 6_000), evenOdd(1, 6_000)), 1, false, false},
+		{"stretches over the same keys, ties between them", slices.Concat(keyRange(0, 3_000), keyRange(1_000, 4_000), keyRange(2_000, 5_000)), 2, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := make([]rec, len(tc.keys))
+			for i, k := range tc.keys {
+				recs[i] = rec{key: k, val: binary.BigEndian.AppendUint32(nil, uint32(i))}
+				if tc.oneStore { // records of several sizes: the ordinal stays last
+					recs[i].val = append(make([]byte, i%3), recs[i].val...)
+				}
+			}
+			mt := &memTable{chunkSize: 64 << 10}
+			t.Cleanup(mt.reset)
+			if tc.oneStore {
+				for _, r := range recs {
+					require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
+				}
+			} else {
+				addBatch(t, mt, encode(recs))
+			}
+			assert.Len(t, mt.breaks, tc.breaks)
+			idx, ok := stretchIndexOf(t, mt)
+			assert.Equal(t, tc.stretch, ok)
+			if ok {
+				assert.Equal(t, wantKeys(recs), keysOf(mt, idx))
+			}
+			if tc.breaks == 0 {
+				assert.True(t, inInsertionOrder(mt, idx), "the index is the insertion order")
+			}
+			idx, err := mt.sortedIndex()
+			require.NoError(t, err)
+			assert.Equal(t, wantKeys(recs), keysOf(mt, idx))
+			// Equal keys in insertion order: the values are the ordinals.
+			for i := 1; i < len(idx); i++ {
+				a, b := mt.record(idx[i-1]), mt.record(idx[i])
+				if slices.Equal(keyOf(a), keyOf(b)) {
+					require.Less(t, binary.BigEndian.Uint32(a[recordSize(a)-4:]), binary.BigEndian.Uint32(b[recordSize(b)-4:]))
+				}
+			}
+		})
+	}
+}
+
+// Keys in no order stop being compared past maxBreaks.
+func TestRandomKeysStopTheComparing(t *testing.T) {
+	mt := &memTable{chunkSize: 64 << 10}
+	t.Cleanup(mt.reset)
+	addBatch(t, mt, encode(randomRecords(5, 10_000, 9, 16)))
+	assert.True(t, mt.outOfOrder)
+	assert.Nil(t, mt.breaks)
+	assert.Nil(t, mt.lastKey)
+}
+
+// The older half split off for a spill and the records left each keep their own stretches,
+// and the records left go on comparing with their own last key; rejoin puts the stretches back.
+func TestStretchesAcrossSplitOlder(t *testing.T) {
+	mt := &memTable{chunkSize: 64 << 10}
+	t.Cleanup(mt.reset)
+	var batch []byte
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			batch = AppendRecord(batch, sqlLongKey(nil, uint64(i), false), make([]byte, 24))
+		}
+	}
+	add(30_000, 40_000)
+	add(10_000, 30_000) // a stretch from 10,000 on: in the older half
+	add(0, 10_000)      // a stretch from 30,000 on: in the records left
+	addBatch(t, mt, batch)
+	require.Equal(t, []int{10_000, 30_000}, mt.breaks)
+	old, ok := mt.splitOlder()
+	require.True(t, ok)
+	require.Greater(t, old.n, 10_000)
+	require.Less(t, old.n, 30_000)
+	assert.Equal(t, []int{10_000}, old.breaks)
+	assert.Equal(t, []int{30_000 - old.n}, mt.breaks)
+	oldIdx, ok := stretchIndexOf(t, &old)
+	require.True(t, ok)
+	assert.True(t, slices.IsSortedFunc(keysOf(&old, oldIdx), bytes.Compare))
+	idx, ok := stretchIndexOf(t, mt)
+	require.True(t, ok)
+	assert.True(t, slices.IsSortedFunc(keysOf(mt, idx), bytes.Compare))
+
+	mt.rejoin(&old)
+	assert.Len(t, mt.breaks, 3, "where the records left started, too")
+	idx, ok = stretchIndexOf(t, mt)
+	require.True(t, ok)
+	assert.True(t, slices.IsSortedFunc(keysOf(mt, idx), bytes.Compare))
+	assert.Equal(t, 40_000, len(idx))
+
+	old, ok = mt.splitOlder()
+	require.True(t, ok)
+	t.Cleanup(old.reset)
+	breaks := len(mt.breaks)
+	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 10_000, false), make([]byte, 24)))
+	assert.Len(t, mt.breaks, breaks, "a key past the last one held")
+	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 9_998, false), make([]byte, 24)))
+	assert.Len(t, mt.breaks, breaks+1, "compared with the last record held")
+}
+
+// A sort whose input comes in key order, or in stretches in key order, gives what any sort gives,
+// through spills of the older half, whole spills and the final merge; so does one whose order
+// breaks in its last batch.
+func TestInputInKeyOrderThroughSpills(t *testing.T) {
+	sorted := reference(narrowRows(200_000, false)) // ~8 MB: spills at 2 MiB
+	q := len(sorted) / 4
+	stretches := slices.Concat(sorted[3*q:], sorted[2*q:3*q], sorted[q:2*q], sorted[:q])
+	broken := slices.Clone(sorted)
+	last := len(broken) - 1000
+	broken[last], broken[len(broken)-1] = broken[len(broken)-1], broken[last]
+	for name, recs := range map[string][]rec{"in order": sorted, "four stretches": stretches, "out of order at the end": broken} {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newManager(t, 1<<30, nil)
+			s := newSorter(t, m, 2<<20)
+			addAll(t, s, recs, 16<<10)
+			assert.Greater(t, s.Stats().Runs, int64(2))
+			assertSorted(t, recs, drain(t, s, 8192))
+		})
+	}
+}
