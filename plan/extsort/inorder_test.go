@@ -50,6 +50,14 @@ func keysOf(mt *memTable, idx []entry) [][]byte {
 	return keys
 }
 
+// be is the words big-endian, one after another: a key of 8 bytes a word.
+func be(words ...uint64) (k []byte) {
+	for _, w := range words {
+		k = binary.BigEndian.AppendUint64(k, w)
+	}
+	return k
+}
+
 // evenOdd is the long keys of parity from 0 to n, one record each.
 func evenOdd(parity, n int) (k [][]byte) {
 	for i := parity; i < n; i += 2 {
@@ -101,6 +109,9 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 		{"two stretches that overlap by blocks", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, false},
 		{"by blocks, records of several sizes", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, true},
 		{"two stretches, one record each in turn", slices.Concat(evenOdd(0, 6_000), evenOdd(1, 6_000)), 1, false, false},
+		{"8-byte keys, two stretches", [][]byte{be(5), be(6), be(6), be(1), be(2)}, 1, true, false},
+		{"16-byte keys, a break in the last byte", [][]byte{be(1, 5), be(1, 6), be(2, 1), be(2, 0), be(2, 0), be(3, 0)}, 1, true, false},
+		{"16-byte keys, a break in the first word", [][]byte{be(1, 5), be(2, 0), be(1, 7), be(3, 0)}, 1, true, false},
 		{"stretches over the same keys, ties between them", slices.Concat(keyRange(0, 3_000), keyRange(1_000, 4_000), keyRange(2_000, 5_000)), 2, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -190,18 +190,36 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 // first of ordinal first, each with the key before it, while the records held are in stretches
 // in key order; size is every record's size, or 0 when they differ.
 func (t *memTable) checkOrder(recs []byte, size, first int) {
-	if t.outOfOrder {
+	if t.outOfOrder || len(recs) == 0 {
+		return
+	}
+	if n := int(binary.LittleEndian.Uint32(recs)); size > 0 && n >= 8 && n <= 16 {
+		// Records of one size have one key length (validate): a key of 8 to 16 bytes (a SQL
+		// sort's single integral key, its null flag first, takes 9) is two big-endian words, its
+		// first 8 bytes and its last 8, compared with no call.
+		words := func(off int) (uint64, uint64) {
+			key := recs[off+headerSize : off+headerSize+n]
+			return binary.BigEndian.Uint64(key), binary.BigEndian.Uint64(key[n-8:])
+		}
+		if t.lastKey != nil && bytes.Compare(t.lastKey, recs[headerSize:headerSize+n]) > 0 && !t.breakAt(first) {
+			return
+		}
+		hi, lo := words(0)
+		for off, i := size, first+1; off < len(recs); off, i = off+size, i+1 {
+			h, l := words(off)
+			if (h < hi || h == hi && l < lo) && !t.breakAt(i) {
+				return
+			}
+			hi, lo = h, l
+		}
+		t.lastKey = keyOf(recs[len(recs)-size:])
 		return
 	}
 	prev := t.lastKey
 	for off, i := 0, first; off < len(recs); i++ {
 		key := keyOf(recs[off:])
-		if prev != nil && bytes.Compare(prev, key) > 0 {
-			if len(t.breaks) >= maxBreaks {
-				t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
-				return
-			}
-			t.breaks = append(t.breaks, i)
+		if prev != nil && bytes.Compare(prev, key) > 0 && !t.breakAt(i) {
+			return
 		}
 		prev = key
 		if size > 0 {
@@ -211,6 +229,17 @@ func (t *memTable) checkOrder(recs []byte, size, first int) {
 		}
 	}
 	t.lastKey = prev
+}
+
+// breakAt notes that a stretch starts at the record of ordinal i, and reports true; past
+// maxBreaks it sets outOfOrder instead, and reports false.
+func (t *memTable) breakAt(i int) bool {
+	if len(t.breaks) >= maxBreaks {
+		t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
+		return false
+	}
+	t.breaks = append(t.breaks, i)
+	return true
 }
 
 // newChunk returns an empty chunk for at least size bytes: the largest spare if it holds them,
