@@ -511,16 +511,7 @@ func TestFirstSpillWritesTheOlderHalf(t *testing.T) {
 func TestSplitOlderCountsRecordsAndRejoinRestores(t *testing.T) {
 	recs := randomRecords(23, 30_000, 9, 60)
 	mt := memTable{chunkSize: 64 << 10}
-	batch := encode(recs[:10_000])
-	for off := 0; off < len(batch); {
-		if taken, _ := mt.addRun(batch[off:], math.MaxInt64, 0); taken > 0 {
-			off += taken
-			continue
-		}
-		size := recordSize(batch[off:])
-		require.NoError(t, mt.add(batch[off:off+size]))
-		off += size
-	}
+	addBatch(t, &mt, encode(recs[:10_000]))
 	for _, r := range recs[10_000:] {
 		require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
 	}

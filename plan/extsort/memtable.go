@@ -71,9 +71,9 @@ type memTable struct {
 	lastKey    []byte
 }
 
-// maxBreaks bounds the stretches in key order sortedIndex looks for: a stretch a map task whose
-// output a task reads (a shuffle of a sorted table), for up to about a thousand. Random keys reach
-// it within a few thousand records.
+// maxBreaks bounds the stretches noted: enough for a task that reads the output of about a
+// thousand map tasks over a table stored by the key, a stretch each. Keys in no order reach it
+// within a few thousand records.
 const maxBreaks = 1024
 
 // maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
