@@ -550,10 +550,12 @@ func (t *memTable) stretchIndex(idx []entry) bool {
 		if len(heap) > 2 && heap[2].less(next) {
 			next = heap[2]
 		}
-		n := top.block(next, size)
+		n, after := top.block(next, size)
 		t.indexFrom(idx[i:i+n], top.pos)
 		i += n
-		if !top.advance(n, size) {
+		if top.at += n; top.at < top.end {
+			top.pos = after
+		} else {
 			heap[0] = heap[len(heap)-1]
 			heap = heap[:len(heap)-1]
 		}
@@ -593,15 +595,16 @@ func (s *stretch) before(key []byte, next *stretch) bool {
 }
 
 // block is how many of s's records from at on go before next's next record (at least one: s
-// comes first in the merge). Records of one size (size) are found by a galloping search over
-// ordinals, others by a walk.
-func (s *stretch) block(next *stretch, size int) int {
+// comes first in the merge), and the position of the record after them (meaningless when they
+// are the last). Records of one size (size) are found by a galloping search over ordinals, others
+// by a walk.
+func (s *stretch) block(next *stretch, size int) (int, uint64) {
 	if size == 0 {
-		n := 1
-		for pos := s.t.following(s.pos); s.at+n < s.end && s.before(keyOf(s.t.record(entry{pos: pos})), next); n++ {
+		n, pos := 1, s.t.following(s.pos)
+		for ; s.at+n < s.end && s.before(keyOf(s.t.record(entry{pos: pos})), next); n++ {
 			pos = s.t.following(pos)
 		}
-		return n
+		return n, pos
 	}
 	goes := func(n int) bool { // the record n past at goes first
 		return s.before(keyOf(s.t.record(entry{pos: s.t.positionOf(s.at+n, size)})), next)
@@ -619,23 +622,10 @@ func (s *stretch) block(next *stretch, size int) int {
 			hi = mid
 		}
 	}
-	return lo
-}
-
-// advance moves s n records on and reports whether it has any left.
-func (s *stretch) advance(n, size int) bool {
-	s.at += n
-	if s.at == s.end {
-		return false
+	if s.at+lo == s.end {
+		return lo, 0
 	}
-	if size > 0 {
-		s.pos = s.t.positionOf(s.at, size)
-		return true
-	}
-	for range n {
-		s.pos = s.t.following(s.pos)
-	}
-	return true
+	return lo, s.t.positionOf(s.at+lo, size)
 }
 
 func siftStretch(h []*stretch, i int) {
