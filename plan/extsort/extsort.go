@@ -21,9 +21,12 @@
 //
 // Records that come in key order, or in a few stretches in key order (a sort over a sorted scan,
 // a table stored by the key and read file by file), are not radix sorted: Add compares each key
-// with the one before while they come so, and the index of the records in memory is then their
-// stretches merged, by blocks of records found by a binary search. Keys in no order stop the
-// comparing within a few thousand records, and are sorted as below.
+// with the one before while they come so, and the records in memory are then read in key order
+// by merging their stretches, by blocks of records found by a binary search, each copied out or
+// written whole. Past the first 65,536 such records (indexedFirst) they have no index at all, and
+// none is counted (see MemoryUsed below). Keys in no order stop the comparing within a few
+// thousand records, and are sorted as below; a record that puts more records held in stretches
+// out of order goes in once they are spilled, and the sort stops comparing.
 //
 // # Run files
 //
@@ -74,7 +77,8 @@
 // copied in, encoded as above, into chunks of up to 4 MiB; a larger record gets its own chunk),
 // plus a 16-byte index entry per record (the in-memory sort needs no more: an in-place radix
 // sort on the entries' prefixes, or, for short keys, a radix sort of one word a record that
-// takes the index's two halves in turn), plus, once merging, what each open run's reader holds
+// takes the index's two halves in turn) but for records held in stretches in key order past the
+// first 65,536 (see Order), which need none, plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
 // buffers of the run it writes. While records are held it also counts S, the WriterMemory of the
 // run a spill of them would write (shuffled, at most): the writer exists only while a spill runs,
@@ -312,6 +316,15 @@ func (s *Sorter) Add(batch []byte) error {
 				s.err = err
 				return err
 			}
+		}
+		// A record that would put many records held in stretches out of order, counting every
+		// one's index entry at once, goes in once they are all spilled (memTable.indexed).
+		if s.mem.flips(rec) {
+			if _, err := s.spillAll(true); err != nil {
+				s.err = err
+				return err
+			}
+			s.mem.giveUpOrder()
 		}
 		if err := s.mem.add(rec); err != nil {
 			s.err = fmt.Errorf("extsort: adding a record of %d bytes: %w", len(rec), err) // part of the batch is in

@@ -3,12 +3,17 @@ package extsort
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/spillway/spillway/plan/offheap"
+	"github.com/spillway/spillway/spill/faultenv"
 )
 
 // addBatch adds batch to mt as Sorter.Add does: by runs where they fit, else record by record.
@@ -229,4 +234,125 @@ func TestInputInKeyOrderThroughSpills(t *testing.T) {
 			assertSorted(t, recs, drain(t, s, 8192))
 		})
 	}
+}
+
+// inStretches is n narrow rows (a long key, many repeated, and a value; of several sizes with
+// odd) in k stretches in key order: the rows sorted, cut in k parts, the last part first, as a
+// shuffle's blocks of a table stored by the key reach a sort.
+func inStretches(n, k int, odd bool) []rec {
+	sorted := reference(narrowRows(n, odd))
+	var out []rec
+	for i := k - 1; i >= 0; i-- {
+		out = append(out, sorted[i*n/k:(i+1)*n/k]...)
+	}
+	return out
+}
+
+// Past indexedFirst records, records held in stretches in key order count no index entry, and
+// none is mapped to read them in order: they are merged from their stretches a block at a time,
+// into buffers that cut blocks anywhere.
+func TestManyRecordsInStretchesCountNoIndex(t *testing.T) {
+	for _, odd := range []bool{false, true} {
+		for _, k := range []int{1, 3, 40} {
+			t.Run(fmt.Sprintf("odd=%v/stretches=%d", odd, k), func(t *testing.T) {
+				m, _ := newManager(t, 1<<30, nil)
+				mappedBefore := offheap.Mapped()
+				s := newSorter(t, m, 64<<20)
+				recs := inStretches(3*indexedFirst, k, odd)
+				addAll(t, s, recs, 1<<20)
+				require.Zero(t, s.Stats().Runs)
+				assert.Len(t, s.mem.breaks, k-1)
+				assert.Equal(t, s.mem.arena+indexedFirst*entrySize+s.mem.spillCost, s.MemoryUsed(),
+					"the first indexedFirst records count an entry, the others none")
+				c, err := s.mem.cursor()
+				require.NoError(t, err)
+				assert.Nil(t, c.idx, "merged from the stretches")
+				mapped := offheap.Mapped()
+				got := drainEach(t, s, 1000, func() {
+					if s.mem.n > 0 {
+						assert.Equal(t, mapped, offheap.Mapped(), "no index mapped")
+						checkMemory(t, s, mappedBefore, "reading")
+					}
+				})
+				assertSorted(t, recs, got)
+			})
+		}
+	}
+}
+
+// Records in stretches past indexedFirst go through the sort's spills: the older half's runs and
+// whole runs written from their stretches, the final merge's reads of the records left in memory,
+// and Spark's spill in the middle of that merge.
+func TestRecordsInStretchesThroughSpills(t *testing.T) {
+	for _, odd := range []bool{false, true} {
+		t.Run(fmt.Sprintf("odd=%v", odd), func(t *testing.T) {
+			m, _ := newManager(t, 1<<30, nil)
+			mappedBefore := offheap.Mapped()
+			s := newSorter(t, m, 20<<20)
+			recs := inStretches(600_000, 4, odd) // ~25 MB
+			addAll(t, s, recs, 1<<20)
+			require.Positive(t, s.Stats().Runs)
+			require.Greater(t, s.mem.n, indexedFirst)
+			require.False(t, s.mem.outOfOrder)
+			nexts := 0
+			got := drainEach(t, s, 4096, func() {
+				if nexts++; nexts == 100 {
+					_, err := s.Spill() // the records left in memory, from the current one on
+					require.NoError(t, err)
+				}
+				checkMemory(t, s, mappedBefore, "merging")
+			})
+			assert.Zero(t, s.Stats().MergePasses-1)
+			assertSorted(t, recs, got)
+		})
+	}
+}
+
+// A record that would put more than indexedFirst records held in stretches out of order goes in
+// only once they are spilled: their index entries never come uncounted. The sort then stops
+// looking for order.
+func TestOrderLostPastIndexedFirstSpillsFirst(t *testing.T) {
+	var recs []rec
+	val := make([]byte, 24)
+	for j := range maxBreaks + 1 { // maxBreaks+1 stretches of 100 ascending keys, each below the one before
+		for i := range 100 {
+			recs = append(recs, rec{key: sqlLongKey(nil, uint64((maxBreaks+10-j)*1000+i), false), val: val})
+		}
+	}
+	require.Greater(t, len(recs), indexedFirst)
+	inOrder := len(recs)
+	r := rand.New(rand.NewPCG(5, 5))
+	for range 50_000 {
+		recs = append(recs, rec{key: sqlLongKey(nil, uint64(r.IntN(1<<20)), false), val: val})
+	}
+	m, _ := newManager(t, 1<<30, nil)
+	mappedBefore := offheap.Mapped()
+	s := newSorter(t, m, 64<<20)
+	addAll(t, s, recs[:inOrder], 1<<20)
+	require.Zero(t, s.Stats().Runs)
+	require.Len(t, s.mem.breaks, maxBreaks)
+	before := s.MemoryUsed()
+	addAll(t, s, recs[inOrder:], 1<<20)
+	assert.Equal(t, int64(1), s.Stats().Runs, "the records in stretches spilled, once")
+	assert.True(t, s.mem.unordered)
+	assert.Less(t, s.MemoryUsed(), before, "their memory went with them")
+	assert.Equal(t, s.mem.arena+int64(s.mem.n)*entrySize+s.mem.spillCost, s.MemoryUsed())
+	checkMemory(t, s, mappedBefore, "adding")
+	assertSorted(t, recs, drain(t, s, 64<<10))
+}
+
+// A run of records in stretches whose disk fills up is written again on the other root from its
+// start: the merge of the stretches starts again too.
+func TestRealENOSPCRunOfStretchesIsWrittenAgain(t *testing.T) {
+	small, good := faultenv.Tmpfs(t, "size=256k"), t.TempDir()
+	m := managerOver(t, small, good)
+	s := newSorter(t, m, 8<<20)
+	recs := inStretches(400_000, 3, false) // ~16 MB
+	addAll(t, s, recs, 1<<20)
+	require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
+	assert.Positive(t, s.Stats().RewrittenRuns)
+	assert.Empty(t, runFiles(t, small), "the run that failed on the small disk was released")
+	assertSorted(t, recs, drain(t, s, 64<<10))
+	require.NoError(t, s.Close())
+	require.NoError(t, m.Close())
 }

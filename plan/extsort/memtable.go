@@ -66,15 +66,29 @@ type memTable struct {
 	// (stretchIndex). Each key added is compared with the one before (lastKey, the last record's
 	// key where it lies in the arena); breaks holds the ordinal of each record whose key is less,
 	// where a stretch starts. Past maxBreaks of them outOfOrder is set and nothing is compared.
+	// Past indexedFirst records held in stretches, the sort reads them by merging the stretches
+	// as it goes (cursor), with no index: their index memory is not counted (memory).
+	// A table put past indexedFirst records out of order is spilled first, and the sort then
+	// stops looking for order (unordered): input that turns out of order after so long may do so
+	// again, and would spill each time.
 	breaks     []int
 	outOfOrder bool
 	lastKey    []byte
+	unordered  bool
 }
 
 // maxBreaks bounds the stretches noted: enough for a task that reads the output of about a
 // thousand map tasks over a table stored by the key, a stretch each. Keys in no order reach it
 // within a few thousand records.
 const maxBreaks = 1024
+
+// indexedFirst is how many records count an index entry in memory whatever their order: keys in
+// no order turn out so within a few thousand records, and so all their entries are counted
+// from the first on, with no jump when they do. Past it, records held in stretches count none
+// (their sort needs no index: cursor), a third less memory for a narrow SQL row; a record that
+// would put such a table out of order is added only once the table is spilled (Sorter.Add), so
+// its entries never come uncounted.
+const indexedFirst = 1 << 16
 
 // maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
 // add.
@@ -87,7 +101,24 @@ type entry struct {
 	pos    uint64 // chunk<<32 | offset in chunk: where the record is, and its insertion order
 }
 
-func (t *memTable) memory() int64 { return t.arena + int64(t.n)*entrySize + t.spillReserve() }
+func (t *memTable) memory() int64 {
+	return t.arena + int64(t.indexed(t.n))*entrySize + t.spillReserve()
+}
+
+// indexed is how many of n records held as these are count an index entry: every one out of
+// order, at most indexedFirst in stretches.
+func (t *memTable) indexed(n int) int {
+	if t.outOfOrder {
+		return n
+	}
+	return min(n, indexedFirst)
+}
+
+// flips reports whether adding rec would put a table past indexedFirst records out of order, so
+// that the index entries of every record held would count at once.
+func (t *memTable) flips(rec []byte) bool {
+	return !t.outOfOrder && t.n > indexedFirst && len(t.breaks) == maxBreaks && bytes.Compare(t.lastKey, keyOf(rec)) > 0
+}
 
 // spillReserve is spillCost while records are held, else nothing.
 func (t *memTable) spillReserve() int64 {
@@ -134,8 +165,11 @@ func (t *memTable) add(rec []byte) error {
 		t.starts = append(t.starts, t.n)
 		last++
 	}
+	if flip, _ := t.checkOrder(rec, len(rec), t.n); flip >= 0 {
+		t.outOfOrder, t.breaks, t.lastKey = true, nil, nil // callers add no record that flips above indexedFirst
+	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
-	t.checkOrder(t.chunks[last][len(t.chunks[last])-len(rec):], len(rec), t.n)
+	t.noteLast(t.chunks[last][len(t.chunks[last])-len(rec):])
 	if t.n == 0 {
 		t.minRec, t.maxRec = len(rec), len(rec)
 	} else {
@@ -149,8 +183,9 @@ func (t *memTable) add(rec []byte) error {
 // addRun copies in, with one copy, the longest run of whole records at the start of recs (well
 // formed, as validate checks) that fits in the last chunk's room and keeps memory() within limit,
 // and returns the bytes and the records it took: none when the first does not fit, or when no
-// record is held yet. Adding those records one by one would neither spill nor map a chunk.
-// uniform is validate's: the size of every record in recs, or 0 if they differ.
+// record is held yet. Adding those records one by one would neither spill nor map a chunk. It
+// stops before a record that would put a table past indexedFirst records out of order (see
+// flips). uniform is validate's: the size of every record in recs, or 0 if they differ.
 func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records int) {
 	last := len(t.chunks) - 1
 	if last < 0 || t.n == 0 {
@@ -161,37 +196,65 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 	if uniform > 0 {
 		records = int(min(int64(room/uniform), int64(len(recs)/uniform), max(entries, 0)))
 		taken = records * uniform
-		if records > 0 {
-			t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
-			t.track(recs[:taken], uniform)
-			t.n += records
-			t.chunks[last] = append(t.chunks[last], recs[:taken]...)
-			t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], uniform, t.n-records)
+	} else {
+		for taken < len(recs) && int64(records) < entries {
+			size := recordSize(recs[taken:])
+			if size > room-taken {
+				break
+			}
+			taken += size
+			records++
 		}
-		return taken, records
 	}
-	for taken < len(recs) && int64(records) < entries {
-		size := recordSize(recs[taken:])
-		if size > room-taken {
-			break
+	if records == 0 {
+		return 0, 0
+	}
+	if flip, at := t.checkOrder(recs[:taken], uniform, t.n); flip >= 0 {
+		if t.n+flip > indexedFirst { // the records before it go in; Add spills before it
+			records, taken = flip, at
+			if records == 0 {
+				return 0, 0
+			}
+		} else {
+			t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
 		}
-		t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
-		t.track(recs[taken:taken+size], size)
-		t.n++
-		taken += size
-		records++
 	}
+	lastOff := taken - uniform // the last record's offset in recs
+	if uniform > 0 {
+		t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
+		t.track(recs[:taken], uniform)
+	} else {
+		for off := 0; off < taken; {
+			size := recordSize(recs[off:])
+			t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
+			t.track(recs[off:off+size], size)
+			lastOff = off
+			off += size
+		}
+	}
+	t.n += records
+	base := len(t.chunks[last])
 	t.chunks[last] = append(t.chunks[last], recs[:taken]...) // within the chunk's capacity: never moved
-	t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], 0, t.n-records)
+	t.noteLast(t.chunks[last][base+lastOff:])
 	return taken, records
 }
 
-// checkOrder compares the keys of recs, records just added (where they lie in the arena), the
-// first of ordinal first, each with the key before it, while the records held are in stretches
-// in key order; size is every record's size, or 0 when they differ.
-func (t *memTable) checkOrder(recs []byte, size, first int) {
+// noteLast keeps the key of rec, the last record added (where it lies in the arena), as the one
+// the next record's is compared with, while the records are in stretches.
+func (t *memTable) noteLast(rec []byte) {
+	if !t.outOfOrder {
+		t.lastKey = keyOf(rec)
+	}
+}
+
+// checkOrder compares the keys of recs, records about to be added, the first of ordinal first,
+// each with the key before it, while the records held are in stretches in key order, and notes
+// where stretches start; size is every record's size, or 0 when they differ. It stops at a
+// record that would start a stretch past maxBreaks and returns its index in recs and its offset
+// (else -1): the caller puts the table out of order, or adds only the records before it.
+func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
 	if t.outOfOrder || len(recs) == 0 {
-		return
+		return -1, 0
 	}
 	if n := int(binary.LittleEndian.Uint32(recs)); size > 0 && n >= 8 && n <= 16 {
 		// Records of one size have one key length (validate): a key of 8 to 16 bytes (a SQL
@@ -202,24 +265,23 @@ func (t *memTable) checkOrder(recs []byte, size, first int) {
 			return binary.BigEndian.Uint64(key), binary.BigEndian.Uint64(key[n-8:])
 		}
 		if t.lastKey != nil && bytes.Compare(t.lastKey, recs[headerSize:headerSize+n]) > 0 && !t.breakAt(first) {
-			return
+			return 0, 0
 		}
 		hi, lo := words(0)
 		for off, i := size, first+1; off < len(recs); off, i = off+size, i+1 {
 			h, l := words(off)
 			if (h < hi || h == hi && l < lo) && !t.breakAt(i) {
-				return
+				return i - first, off
 			}
 			hi, lo = h, l
 		}
-		t.lastKey = keyOf(recs[len(recs)-size:])
-		return
+		return -1, 0
 	}
 	prev := t.lastKey
 	for off, i := 0, first; off < len(recs); i++ {
 		key := keyOf(recs[off:])
 		if prev != nil && bytes.Compare(prev, key) > 0 && !t.breakAt(i) {
-			return
+			return i - first, off
 		}
 		prev = key
 		if size > 0 {
@@ -228,14 +290,13 @@ func (t *memTable) checkOrder(recs []byte, size, first int) {
 			off += recordSize(recs[off:])
 		}
 	}
-	t.lastKey = prev
+	return -1, 0
 }
 
 // breakAt notes that a stretch starts at the record of ordinal i, and reports true; past
-// maxBreaks it sets outOfOrder instead, and reports false.
+// maxBreaks it notes nothing and reports false.
 func (t *memTable) breakAt(i int) bool {
 	if len(t.breaks) >= maxBreaks {
-		t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
 		return false
 	}
 	t.breaks = append(t.breaks, i)
@@ -366,7 +427,14 @@ func (t *memTable) reset() {
 	}
 	t.freeSpare(0)
 	t.freeIndex()
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost}
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, unordered: t.unordered,
+		outOfOrder: t.unordered}
+}
+
+// giveUpOrder stops looking for order in t's records, and in those of every table it is reset
+// to or reused as; with no record held, nothing more is counted.
+func (t *memTable) giveUpOrder() {
+	t.unordered, t.outOfOrder, t.breaks, t.lastKey = true, true, nil, nil
 }
 
 // reuse drops every record but keeps their chunks, emptied, as spares for the next records: a
@@ -380,7 +448,8 @@ func (t *memTable) reuse() {
 		spare = append(spare, c[:0])
 	}
 	slices.SortFunc(spare, func(a, b []byte) int { return cmp.Compare(cap(b), cap(a)) })
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena}
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena,
+		unordered: t.unordered, outOfOrder: t.unordered}
 }
 
 // splitOlder moves the records of the oldest chunks, those that hold the nearest to half the
@@ -476,7 +545,8 @@ func (t *memTable) freeIndex() {
 // next sortedIndex. Records added in a few stretches in key order are merged (stretchIndex).
 // Otherwise the sort itself need not be stable: the insertion order in each entry breaks ties,
 // so the fast unstable sort gives a stable result. It fails only when the OS refuses the index's
-// memory (counted from each record's add on: entrySize).
+// memory (counted from each record's add on: entrySize; the cursor takes no index where none
+// is counted).
 func (t *memTable) sortedIndex() ([]entry, error) {
 	t.freeIndex() // one left by a spill that failed
 	mem, err := offheap.Alloc(t.n * int(entrySize))
@@ -526,7 +596,19 @@ func (t *memTable) stretchIndex(idx []entry) bool {
 		t.indexFrom(idx, 0) // in key order as added
 		return true
 	}
-	size := t.recordSize()
+	c := cursor{t: t, size: t.recordSize(), heap: t.stretches()}
+	for blocks, i := 1, 0; c.refill(); blocks, i = blocks+1, i+c.left {
+		if blocks > 64 && blocks*minBlock > t.n {
+			return false
+		}
+		t.indexFrom(idx[i:i+c.left], c.pos)
+	}
+	return true
+}
+
+// stretches returns the stretches in key order that the records were added in (see breaks), in
+// a heap, least first, for a merge (cursor.refill).
+func (t *memTable) stretches() []*stretch {
 	starts := append(append(make([]int, 0, len(t.breaks)+1), 0), t.breaks...)
 	pos := t.positions(starts)
 	all, heap := make([]stretch, len(starts)), make([]*stretch, len(starts))
@@ -541,36 +623,14 @@ func (t *memTable) stretchIndex(idx []entry) bool {
 	for i := len(heap)/2 - 1; i >= 0; i-- {
 		siftStretch(heap, i)
 	}
-	blocks, i := 0, 0
-	for len(heap) > 1 {
-		if blocks++; blocks > 64 && blocks*minBlock > t.n {
-			return false
-		}
-		top, next := heap[0], heap[1]
-		if len(heap) > 2 && heap[2].less(next) {
-			next = heap[2]
-		}
-		n, after := top.block(next, size)
-		t.indexFrom(idx[i:i+n], top.pos)
-		i += n
-		if top.at += n; top.at < top.end {
-			top.pos = after
-		} else {
-			heap[0] = heap[len(heap)-1]
-			heap = heap[:len(heap)-1]
-		}
-		siftStretch(heap, 0)
-	}
-	last := heap[0]
-	t.indexFrom(idx[i:], last.pos)
-	return true
+	return heap
 }
 
 // minBlock is the fewest records a block of stretchIndex's merge takes on average: shorter, and
 // finding the blocks costs about what the radix sort does.
 const minBlock = 32
 
-// stretch is one stretch in key order in stretchIndex's merge: its records from ordinal at to end.
+// stretch is one stretch in key order in a merge of stretches (cursor): its records from ordinal at to end.
 type stretch struct {
 	t       *memTable
 	start   int    // its first record's ordinal: equal keys of an earlier stretch go first
@@ -600,9 +660,13 @@ func (s *stretch) before(key []byte, next *stretch) bool {
 // by a walk.
 func (s *stretch) block(next *stretch, size int) (int, uint64) {
 	if size == 0 {
-		n, pos := 1, s.t.following(s.pos)
-		for ; s.at+n < s.end && s.before(keyOf(s.t.record(entry{pos: pos})), next); n++ {
-			pos = s.t.following(pos)
+		n, pos := 1, s.t.skip(s.pos, recordSize(s.t.record(entry{pos: s.pos})))
+		for ; s.at+n < s.end; n++ {
+			rec := s.t.record(entry{pos: pos})
+			if !s.before(keyOf(rec), next) {
+				break
+			}
+			pos = s.t.skip(pos, recordSize(rec))
 		}
 		return n, pos
 	}
@@ -645,10 +709,11 @@ func siftStretch(h []*stretch, i int) {
 	}
 }
 
-// following is the position of the record after the one at pos, which is not the last.
-func (t *memTable) following(pos uint64) uint64 {
-	ci, off := int(pos>>32), int(uint32(pos))
-	if off += recordSize(t.chunks[ci][off:]); off < len(t.chunks[ci]) {
+// skip is the position of the record l bytes past the one at pos: in the next chunk when the
+// chunk ends there (meaningless past the last record).
+func (t *memTable) skip(pos uint64, l int) uint64 {
+	ci, off := int(pos>>32), int(uint32(pos))+l
+	if off < len(t.chunks[ci]) {
 		return uint64(ci)<<32 | uint64(off)
 	}
 	return uint64(ci+1) << 32

@@ -35,7 +35,7 @@ func (s *Sorter) spillTail() (int64, error) {
 		return 0, nil
 	}
 	before := s.memoryUsed()
-	r, err := s.writeRun(&s.mem, src.idx[src.pos-1:]) // from the current record on
+	r, err := s.writeRun(&s.mem, src.rec, src.cur) // from the current record on
 	if err != nil {
 		return 0, err
 	}
@@ -47,7 +47,7 @@ func (s *Sorter) spillTail() (int64, error) {
 		return 0, err
 	}
 	src.run = rd
-	src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil // nothing may point into the memory reset frees
+	src.rec, src.key, src.cur, s.tail = nil, nil, nil, nil // nothing may point into the memory reset frees
 	s.mem.reset()
 	if err := s.advance(src); err != nil {
 		s.err = err
@@ -68,8 +68,7 @@ type source struct {
 	key []byte // the current record's key
 
 	run *runReader // nil while the source is the in-memory tail
-	idx []entry    // the tail's sorted index
-	pos int        // idx[pos-1] is the tail's current record
+	cur *cursor    // the tail's records after its current one
 }
 
 // mergeReserve is the memory Add keeps free for the final merge's read buffers, so that the
@@ -115,11 +114,11 @@ func (s *Sorter) startMerge() error {
 		}
 	}
 	if s.mem.n > 0 {
-		idx, err := s.mem.sortedIndex()
+		c, err := s.mem.cursor()
 		if err != nil {
 			return fmt.Errorf("extsort: sorting %d records in memory: %w", s.mem.n, err)
 		}
-		s.tail = &source{ord: len(s.runs), idx: idx}
+		s.tail = &source{ord: len(s.runs), cur: c}
 		s.heap = append(s.heap, s.tail)
 		_ = s.advance(s.tail) // the in-memory tail cannot fail
 	}
@@ -257,33 +256,46 @@ func (s *Sorter) mergeInto(p *pass) error {
 }
 
 // nextFromMemory is Next when the in-memory records are the merge's only input (no run was
-// spilled, or the last run is done): they are copied out in index order, with no heap to keep and,
-// when they all have one size, no header read to size each. The state it leaves is advance's: the
-// tail's current record is the first that did not fit, or the tail is gone when none is left.
+// spilled, or the last run is done): they are copied out in key order, with no heap to keep;
+// when they all have one size, with no header read to size each, and when merged from their
+// stretches, a block at a time. The state it leaves is advance's: the tail's current record is
+// the first that did not fit, or the tail is gone when none is left.
 func (s *Sorter) nextFromMemory(dst []byte) (int, error) {
 	src := s.tail
 	if len(src.rec) > len(dst) {
 		return 0, &RecordTooLargeError{Need: len(src.rec)}
 	}
 	n := copy(dst, src.rec)
-	size := s.mem.recordSize()
-	for pos := src.pos; pos < len(src.idx); pos++ {
-		if ahead := pos + prefetchAhead; ahead < len(src.idx) {
-			s.mem.prefetch(src.idx[ahead])
+	c := src.cur
+	if c.idx == nil {
+		for sp := c.span(len(dst) - n); sp != nil; sp = c.span(len(dst) - n) {
+			n += copy(dst[n:], sp)
 		}
-		rec := s.mem.record(src.idx[pos])
-		l := size
-		if l == 0 {
-			l = recordSize(rec)
-		}
-		if l > len(dst)-n {
-			src.pos = pos + 1
-			src.rec, src.key = rec[:l], keyOf(rec)
+		if !c.done() { // the next record does not fit
+			rec := c.next()
+			src.rec, src.key = rec, keyOf(rec)
 			return n, nil
 		}
-		n += copy(dst[n:], rec[:l])
+	} else {
+		size := s.mem.recordSize()
+		for pos := c.i; pos < len(c.idx); pos++ {
+			if ahead := pos + prefetchAhead; ahead < len(c.idx) {
+				s.mem.prefetch(c.idx[ahead])
+			}
+			rec := s.mem.record(c.idx[pos])
+			l := size
+			if l == 0 {
+				l = recordSize(rec)
+			}
+			if l > len(dst)-n {
+				c.i = pos + 1
+				src.rec, src.key = rec[:l], keyOf(rec)
+				return n, nil
+			}
+			n += copy(dst[n:], rec[:l])
+		}
 	}
-	src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil
+	src.rec, src.key, src.cur, s.tail = nil, nil, nil, nil
 	s.mem.reset()
 	s.heap = pop(s.heap)
 	return n, nil
@@ -305,16 +317,12 @@ func (s *Sorter) advance(src *source) error {
 		src.key = keyOf(rec)
 		return nil
 	}
-	if src.pos == len(src.idx) {
-		src.rec, src.key, src.idx, s.tail = nil, nil, nil, nil
+	rec := src.cur.next()
+	if rec == nil {
+		src.rec, src.key, src.cur, s.tail = nil, nil, nil, nil
 		s.mem.reset()
 		return nil
 	}
-	if ahead := src.pos + prefetchAhead; ahead < len(src.idx) {
-		s.mem.prefetch(src.idx[ahead])
-	}
-	rec := s.mem.record(src.idx[src.pos])
-	src.pos++
-	src.rec, src.key = rec[:recordSize(rec)], keyOf(rec)
+	src.rec, src.key = rec, keyOf(rec)
 	return nil
 }

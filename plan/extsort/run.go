@@ -82,15 +82,24 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 			return freed, err
 		}
 	}
-	idx, err := s.mem.sortedIndex()
+	return s.spillAll(keep)
+}
+
+// spillAll is spill, every record held written.
+func (s *Sorter) spillAll(keep bool) (int64, error) {
+	if s.mem.n == 0 {
+		return 0, nil
+	}
+	held := s.mem.memory()
+	c, err := s.mem.cursor()
 	if err != nil {
 		return 0, fmt.Errorf("extsort: sorting %d records in memory: %w", s.mem.n, err)
 	}
-	r, err := s.writeRun(&s.mem, idx)
+	r, err := s.writeRun(&s.mem, nil, c)
 	if err != nil {
 		return 0, err
 	}
-	entries := int64(s.mem.n)*entrySize + s.mem.spillCost // what the next run's records add to the spares
+	entries := int64(s.mem.indexed(s.mem.n))*entrySize + s.mem.spillCost // what the next run's records add to the spares
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
 	if keep {
@@ -107,18 +116,18 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 // gives their chunks to s.mem as spares. held is s.mem's memory before the split. If the run
 // cannot be written, the records go back where they were.
 func (s *Sorter) spillOlder(old *memTable, held int64) (int64, error) {
-	idx, err := old.sortedIndex()
+	c, err := old.cursor()
 	if err != nil {
 		s.mem.rejoin(old)
 		return 0, fmt.Errorf("extsort: sorting %d records in memory: %w", old.n, err)
 	}
-	r, err := s.writeRun(old, idx)
+	r, err := s.writeRun(old, nil, c)
 	if err != nil {
 		s.mem.rejoin(old)
 		return 0, err
 	}
 	// The next records refill the spares, so the next run's entries are as many as all held now.
-	entries := int64(s.mem.n+old.n)*entrySize + s.mem.spillCost
+	entries := int64(s.mem.indexed(s.mem.n+old.n))*entrySize + s.mem.spillCost
 	spilled := old.memory() // its records' arena and entries, and a writer's reservation countRun takes off
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
@@ -138,29 +147,25 @@ func (s *Sorter) countRun(r *run, held int64) {
 	s.stats.SpilledMemory += max(0, held-s.mem.spillCost) // the records' memory, not their writer's
 }
 
-// writeRun writes the records of t that idx indexes, in order, as a new run. When a disk fills up
-// under it, the run is written again from the start in a new file: the full disk has left the
-// manager's rotation (spill.RootFull), and the records are still in memory. A run that fails is
-// released. Its writer's buffers live only during the call. A run is written again at most as
-// many times as there are local dirs: a full dir comes back to the rotation when it has room again
-// or after spill.FullRootRecheck, and a run larger than every dir's room must fail rather than go
-// round them for ever.
-func (s *Sorter) writeRun(t *memTable, idx []entry) (*run, error) {
+// writeRun writes first, if not nil, then the records of t left to c, in order, as a new run.
+// When a disk fills up under it, the run is written again from the start in a new file: the
+// full disk has left the manager's rotation (spill.RootFull), and the records are still in
+// memory. A run that fails is released. Its writer's buffers live only during the call. A run is
+// written again at most as many times as there are local dirs: a full dir comes back to the
+// rotation when it has room again or after spill.FullRootRecheck, and a run larger than every
+// dir's room must fail rather than go round them for ever.
+func (s *Sorter) writeRun(t *memTable, first []byte, c *cursor) (*run, error) {
 	shuffle := s.shuffleSize(t.recordSize())
+	records := c.remaining()
+	if first != nil {
+		records++
+	}
 	for rewrites := 0; ; rewrites++ {
 		w, err := s.newRunWriter(shuffle)
 		if err != nil {
-			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", records, err)
 		}
-		for i, e := range idx {
-			if i+prefetchAhead < len(idx) {
-				t.prefetch(idx[i+prefetchAhead])
-			}
-			rec := t.record(e)
-			if err = w.write(rec[:recordSize(rec)]); err != nil {
-				break
-			}
-		}
+		err = w.writeFrom(first, c.clone())
 		if err == nil {
 			err = w.finish()
 		}
@@ -169,7 +174,7 @@ func (s *Sorter) writeRun(t *memTable, idx []entry) (*run, error) {
 		}
 		s.abandonRun(w)
 		if !spill.RootFull(err) || rewrites == s.m.Roots().Len() {
-			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", len(idx), err)
+			return nil, fmt.Errorf("extsort: writing a sorted run of %d records: %w", records, err)
 		}
 		s.stats.RewrittenRuns++
 	}

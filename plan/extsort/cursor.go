@@ -1,0 +1,167 @@
+package extsort
+
+import "math"
+
+// cursor reads a memTable's records in key order, stable: through its sorted index
+// (sortedIndex) when they are out of order or few, else by merging their stretches in key order
+// as it goes, a block at a time, with no index (none is counted for them: memTable.indexed). A
+// block is records of one stretch that lie together in memory, so they are copied out or written
+// whole (span).
+type cursor struct {
+	t    *memTable
+	idx  []entry // the sorted index; nil when merging stretches
+	i    int     // idx[i] is the next record
+	size int     // every record's size, or 0 when they differ
+
+	heap []*stretch // the stretches with records left past the current block, least first
+	pos  uint64     // the position of the current block's next record
+	left int        // the records left in the current block
+}
+
+// cursor returns a cursor at t's first record in key order. It fails only when the OS refuses
+// the index's memory.
+func (t *memTable) cursor() (*cursor, error) {
+	if t.outOfOrder || t.n <= indexedFirst {
+		idx, err := t.sortedIndex()
+		if err != nil {
+			return nil, err
+		}
+		return &cursor{t: t, idx: idx}, nil
+	}
+	return &cursor{t: t, size: t.recordSize(), heap: t.stretches()}, nil
+}
+
+// next returns the next record and passes it; nil past the last.
+func (c *cursor) next() []byte {
+	if c.idx != nil {
+		if c.i == len(c.idx) {
+			return nil
+		}
+		if ahead := c.i + prefetchAhead; ahead < len(c.idx) {
+			c.t.prefetch(c.idx[ahead])
+		}
+		rec := c.t.record(c.idx[c.i])
+		c.i++
+		return rec[:recordSize(rec)]
+	}
+	if c.left == 0 && !c.refill() {
+		return nil
+	}
+	rec := c.t.record(entry{pos: c.pos})
+	l := c.size
+	if l == 0 {
+		l = recordSize(rec)
+	}
+	c.left--
+	c.pos = c.t.skip(c.pos, l)
+	return rec[:l]
+}
+
+// span returns the next records, whole, that lie together in memory, as many as max bytes hold,
+// and passes them: nil when the next record alone is larger than max, or none is left. Only
+// when merging stretches (idx is nil).
+func (c *cursor) span(max int) []byte {
+	if c.left == 0 && !c.refill() {
+		return nil
+	}
+	ci, off := int(c.pos>>32), int(uint32(c.pos))
+	ch := c.t.chunks[ci]
+	end, k := off, 0
+	if c.size > 0 {
+		k = min(c.left, (len(ch)-off)/c.size, max/c.size)
+		end += k * c.size
+	} else {
+		for k < c.left && end < len(ch) {
+			l := recordSize(ch[end:])
+			if end+l-off > max {
+				break
+			}
+			end += l
+			k++
+		}
+	}
+	if k == 0 {
+		return nil
+	}
+	c.left -= k
+	c.pos = c.t.skip(uint64(ci)<<32|uint64(off), end-off)
+	return ch[off:end]
+}
+
+// done reports whether every record was passed, when merging stretches.
+func (c *cursor) done() bool { return c.left == 0 && len(c.heap) == 0 }
+
+// remaining is how many records are left to pass.
+func (c *cursor) remaining() int {
+	if c.idx != nil {
+		return len(c.idx) - c.i
+	}
+	n := c.left
+	for _, s := range c.heap {
+		n += s.end - s.at
+	}
+	return n
+}
+
+// clone is a cursor at the same record that moves on its own (a run written again from there).
+func (c *cursor) clone() *cursor {
+	d := *c
+	d.heap = make([]*stretch, len(c.heap))
+	for i, s := range c.heap {
+		v := *s
+		d.heap[i] = &v
+	}
+	return &d
+}
+
+// refill takes the next block of the merge: the records of the least stretch that go before the
+// next stretch's next record, or every record left of the last stretch. It reports false when
+// none is left.
+func (c *cursor) refill() bool {
+	h := c.heap
+	switch len(h) {
+	case 0:
+		return false
+	case 1:
+		c.pos, c.left, c.heap = h[0].pos, h[0].end-h[0].at, h[:0]
+		return true
+	}
+	top, next := h[0], h[1]
+	if len(h) > 2 && h[2].less(next) {
+		next = h[2]
+	}
+	n, after := top.block(next, c.size)
+	c.pos, c.left = top.pos, n
+	if top.at += n; top.at < top.end {
+		top.pos = after
+	} else {
+		h[0] = h[len(h)-1]
+		c.heap = h[:len(h)-1]
+	}
+	siftStretch(c.heap, 0)
+	return true
+}
+
+// writeFrom writes first, if not nil, then every record left of c, in order.
+func (w *runWriter) writeFrom(first []byte, c *cursor) error {
+	if first != nil {
+		if err := w.write(first); err != nil {
+			return err
+		}
+	}
+	if c.idx != nil {
+		for rec := c.next(); rec != nil; rec = c.next() {
+			if err := w.write(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.run.maxRecord = max(w.run.maxRecord, int64(c.t.maxRec))
+	for sp := c.span(math.MaxInt); sp != nil; sp = c.span(math.MaxInt) {
+		if _, err := w.w.Write(sp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
