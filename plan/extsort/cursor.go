@@ -1,12 +1,16 @@
 package extsort
 
-import "math"
+import (
+	"bytes"
+	"math"
+)
 
 // cursor reads a memTable's records in key order, stable: through its sorted index
 // (sortedIndex) when they are out of order or few, else by merging their stretches in key order
 // as it goes, a block at a time, with no index (none is counted for them: memTable.indexed). A
 // block is records of one stretch that lie together in memory, so they are copied out or written
-// whole (span).
+// whole (span). A table frozen when its order broke is read by both: its records in stretches
+// merged so, the others by their index (rest), and the two merged a record at a time.
 type cursor struct {
 	t    *memTable
 	idx  []entry // the sorted index; nil when merging stretches
@@ -16,23 +20,62 @@ type cursor struct {
 	heap []*stretch // the stretches with records left past the current block, least first
 	pos  uint64     // the position of the current block's next record
 	left int        // the records left in the current block
+
+	rest *cursor // the records from frozen on, by their index: merged with the stretches
+	a, b []byte  // the next record of the stretches and of rest, once looked at (nil: none left)
+	seen bool    // a and b are looked at
 }
 
 // cursor returns a cursor at t's first record in key order. It fails only when the OS refuses
 // the index's memory.
 func (t *memTable) cursor() (*cursor, error) {
-	if t.outOfOrder || t.n <= indexedFirst {
-		idx, err := t.sortedIndex()
-		if err != nil {
-			return nil, err
-		}
-		return &cursor{t: t, idx: idx}, nil
+	if !t.outOfOrder && t.n > indexedFirst {
+		return &cursor{t: t, size: t.recordSize(), heap: t.stretches()}, nil
 	}
-	return &cursor{t: t, size: t.recordSize(), heap: t.stretches()}, nil
+	idx, err := t.sortedIndex()
+	if err != nil {
+		return nil, err
+	}
+	if t.frozen > 0 {
+		return &cursor{t: t, size: t.recordSize(), heap: t.stretches(), rest: &cursor{t: t, idx: idx}}, nil
+	}
+	return &cursor{t: t, idx: idx}, nil
 }
 
 // next returns the next record and passes it; nil past the last.
 func (c *cursor) next() []byte {
+	if c.rest != nil {
+		return c.take(c.least())
+	}
+	return c.own()
+}
+
+// least is the next record of a frozen table's cursor: the stretches' or rest's, whichever key
+// is less, the stretches' on a tie (their records are older); nil past the last.
+func (c *cursor) least() []byte {
+	if !c.seen {
+		c.a, c.b, c.seen = c.own(), c.rest.own(), true
+	}
+	if c.b == nil || c.a != nil && bytes.Compare(keyOf(c.a), keyOf(c.b)) <= 0 {
+		return c.a
+	}
+	return c.b
+}
+
+// take passes rec, the record least returned.
+func (c *cursor) take(rec []byte) []byte {
+	switch {
+	case rec == nil:
+	case len(c.a) > 0 && &rec[0] == &c.a[0]:
+		c.a = c.own()
+	default:
+		c.b = c.rest.own()
+	}
+	return rec
+}
+
+// own is next for the stretches, or the index, alone.
+func (c *cursor) own() []byte {
 	if c.idx != nil {
 		if c.i == len(c.idx) {
 			return nil
@@ -61,6 +104,12 @@ func (c *cursor) next() []byte {
 // and passes them: nil when the next record alone is larger than max, or none is left. Only
 // when merging stretches (idx is nil).
 func (c *cursor) span(max int) []byte {
+	if c.rest != nil { // a record at a time
+		if rec := c.least(); len(rec) <= max {
+			return c.take(rec)
+		}
+		return nil
+	}
 	if c.left == 0 && !c.refill() {
 		return nil
 	}
@@ -89,7 +138,12 @@ func (c *cursor) span(max int) []byte {
 }
 
 // done reports whether every record was passed, when merging stretches.
-func (c *cursor) done() bool { return c.left == 0 && len(c.heap) == 0 }
+func (c *cursor) done() bool {
+	if c.rest != nil {
+		return c.least() == nil
+	}
+	return c.left == 0 && len(c.heap) == 0
+}
 
 // remaining is how many records are left to pass.
 func (c *cursor) remaining() int {
@@ -99,6 +153,12 @@ func (c *cursor) remaining() int {
 	n := c.left
 	for _, s := range c.heap {
 		n += s.end - s.at
+	}
+	if c.rest != nil {
+		n += c.rest.remaining()
+		if c.seen {
+			n += min(len(c.a), 1) + min(len(c.b), 1)
+		}
 	}
 	return n
 }
@@ -110,6 +170,9 @@ func (c *cursor) clone() *cursor {
 	for i, s := range c.heap {
 		v := *s
 		d.heap[i] = &v
+	}
+	if c.rest != nil {
+		d.rest = c.rest.clone()
 	}
 	return &d
 }

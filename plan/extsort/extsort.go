@@ -25,8 +25,8 @@
 // by merging their stretches, by blocks of records found by a binary search, each copied out or
 // written whole. Past the first 65,536 such records (indexedFirst) they have no index at all, and
 // none is counted (see MemoryUsed below). Keys in no order stop the comparing within a few
-// thousand records, and are sorted as below; a record that puts more records held in stretches
-// out of order goes in once they are spilled, and the sort stops comparing.
+// thousand records, and are sorted as below; records that come out of order after more than
+// 65,536 in stretches are sorted so, and merged with those, which stay as they were.
 //
 // # Run files
 //
@@ -316,15 +316,6 @@ func (s *Sorter) Add(batch []byte) error {
 				s.err = err
 				return err
 			}
-		}
-		// A record that would put many records held in stretches out of order, counting every
-		// one's index entry at once, goes in once they are all spilled (memTable.indexed).
-		if s.mem.flips(rec) {
-			if _, err := s.spillAll(true); err != nil {
-				s.err = err
-				return err
-			}
-			s.mem.giveUpOrder()
 		}
 		if err := s.mem.add(rec); err != nil {
 			s.err = fmt.Errorf("extsort: adding a record of %d bytes: %w", len(rec), err) // part of the batch is in

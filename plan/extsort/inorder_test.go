@@ -308,37 +308,105 @@ func TestRecordsInStretchesThroughSpills(t *testing.T) {
 	}
 }
 
-// A record that would put more than indexedFirst records held in stretches out of order goes in
-// only once they are spilled: their index entries never come uncounted. The sort then stops
-// looking for order.
-func TestOrderLostPastIndexedFirstSpillsFirst(t *testing.T) {
-	var recs []rec
-	val := make([]byte, 24)
-	for j := range maxBreaks + 1 { // maxBreaks+1 stretches of 100 ascending keys, each below the one before
-		for i := range 100 {
-			recs = append(recs, rec{key: sqlLongKey(nil, uint64((maxBreaks+10-j)*1000+i), false), val: val})
+// orderLostLate is records in maxBreaks+1 stretches of 60 ascending keys, each below the one
+// before, the last one going on past indexedFirst records, then tail records in no order (the
+// first below every other), with ties among them and with the stretches' keys.
+func orderLostLate(tail int) (recs []rec, inOrder int) {
+	for j := range maxBreaks + 1 {
+		n := 60
+		if j == maxBreaks {
+			n = 40_000
+		}
+		for i := range n {
+			recs = append(recs, rec{key: sqlLongKey(nil, uint64((maxBreaks+10-j)*1000+i), false), val: binary.LittleEndian.AppendUint32(nil, uint32(len(recs)))})
 		}
 	}
-	require.Greater(t, len(recs), indexedFirst)
-	inOrder := len(recs)
+	inOrder = len(recs)
 	r := rand.New(rand.NewPCG(5, 5))
-	for range 50_000 {
-		recs = append(recs, rec{key: sqlLongKey(nil, uint64(r.IntN(1<<20)), false), val: val})
+	for i := range tail {
+		k := uint64(r.IntN(1_100_000))
+		if i == 0 {
+			k = 0
+		}
+		recs = append(recs, rec{key: sqlLongKey(nil, k, false), val: binary.LittleEndian.AppendUint32(nil, uint32(len(recs)))})
+	}
+	return recs, inOrder
+}
+
+// Records that come out of order after more than indexedFirst in stretches count an index entry
+// each from there on, and no more: those in stretches stay as they were (frozen), and are merged
+// with the others, in memory, through the older half's spill (split before or after the frozen
+// records end), a spill that fails and leaves them where they were, and whole spills.
+func TestOrderLostPastIndexedFirstFreezesTheStretches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tail  int
+		spill string
+	}{
+		{"in memory", 50_000, ""},
+		{"older half within the stretches", 50_000, "refill"},
+		{"older half past the stretches", 400_000, "refill"},
+		{"a spill that fails", 50_000, "fail"},
+		{"whole", 50_000, "whole"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, inOrder := orderLostLate(tc.tail)
+			require.Greater(t, inOrder, indexedFirst)
+			root := t.TempDir()
+			if tc.spill == "fail" {
+				root = fullTmpfs(t)
+			}
+			m := managerOver(t, root)
+			mappedBefore := offheap.Mapped()
+			s := newSorter(t, m, 256<<20)
+			addAll(t, s, recs[:inOrder], 1<<20)
+			require.False(t, s.mem.outOfOrder)
+			require.Len(t, s.mem.breaks, maxBreaks)
+			addAll(t, s, recs[inOrder:], 1<<20)
+			assert.Zero(t, s.Stats().Runs)
+			assert.Equal(t, inOrder, s.mem.frozen, "frozen where the order broke")
+			assert.Equal(t, maxBreaks, len(s.mem.breaks))
+			assert.Equal(t, s.mem.arena+int64(indexedFirst+len(recs)-inOrder)*entrySize+s.mem.spillCost, s.MemoryUsed(),
+				"an entry for each record out of order, none more")
+			switch tc.spill {
+			case "refill":
+				_, err := s.SpillToRefill()
+				require.NoError(t, err)
+				require.Equal(t, int64(1), s.Stats().Runs)
+			case "fail":
+				held := s.MemoryUsed()
+				_, err := s.SpillToRefill()
+				require.Error(t, err)
+				assert.Equal(t, held, s.MemoryUsed(), "the records back as they were")
+				assert.Equal(t, inOrder, s.mem.frozen)
+				// Their stretches too, and one more where the records left started.
+				assert.Equal(t, maxBreaks+1, len(s.mem.breaks))
+			case "whole":
+				_, err := s.Spill()
+				require.NoError(t, err)
+				assert.Zero(t, s.mem.n)
+			}
+			checkMemory(t, s, mappedBefore, "adding")
+			assertSorted(t, recs, drainEach(t, s, 3000, func() { checkMemory(t, s, mappedBefore, "reading") }))
+		})
+	}
+}
+
+// Past indexedFirst records, more than lazyBreaks stretches put the table out of order there.
+func TestStretchesPastIndexedFirstAreFew(t *testing.T) {
+	sorted := reference(narrowRows(indexedFirst+100*(lazyBreaks+10), false))
+	recs := slices.Clone(sorted[:indexedFirst])
+	for j := range lazyBreaks + 10 { // 100 records each, every stretch below the one before
+		k := len(sorted) - 100*(j+1)
+		recs = append(recs, sorted[k:k+100]...)
 	}
 	m, _ := newManager(t, 1<<30, nil)
-	mappedBefore := offheap.Mapped()
-	s := newSorter(t, m, 64<<20)
-	addAll(t, s, recs[:inOrder], 1<<20)
-	require.Zero(t, s.Stats().Runs)
-	require.Len(t, s.mem.breaks, maxBreaks)
-	before := s.MemoryUsed()
-	addAll(t, s, recs[inOrder:], 1<<20)
-	assert.Equal(t, int64(1), s.Stats().Runs, "the records in stretches spilled, once")
-	assert.True(t, s.mem.unordered)
-	assert.Less(t, s.MemoryUsed(), before, "their memory went with them")
-	assert.Equal(t, s.mem.arena+int64(s.mem.n)*entrySize+s.mem.spillCost, s.MemoryUsed())
-	checkMemory(t, s, mappedBefore, "adding")
-	assertSorted(t, recs, drain(t, s, 64<<10))
+	s := newSorter(t, m, 256<<20)
+	addAll(t, s, recs, 1<<20)
+	assert.True(t, s.mem.outOfOrder)
+	assert.Len(t, s.mem.breaks, lazyBreaks)
+	assert.Equal(t, indexedFirst+100*(lazyBreaks+1), s.mem.frozen)
+	assertSorted(t, recs, drain(t, s, 1<<20))
 }
 
 // A run of records in stretches whose disk fills up is written again on the other root from its

@@ -67,14 +67,14 @@ type memTable struct {
 	// key where it lies in the arena); breaks holds the ordinal of each record whose key is less,
 	// where a stretch starts. Past maxBreaks of them outOfOrder is set and nothing is compared.
 	// Past indexedFirst records held in stretches, the sort reads them by merging the stretches
-	// as it goes (cursor), with no index: their index memory is not counted (memory).
-	// A table put past indexedFirst records out of order is spilled first, and the sort then
-	// stops looking for order (unordered): input that turns out of order after so long may do so
-	// again, and would spill each time.
+	// as it goes (cursor), with no index: their index memory is not counted (memory). A table
+	// put out of order past indexedFirst records keeps those before as they are (frozen: the
+	// records before it are in the stretches that breaks notes), and only the records from there
+	// on count an entry and are indexed; the cursor merges the two.
 	breaks     []int
 	outOfOrder bool
 	lastKey    []byte
-	unordered  bool
+	frozen     int
 }
 
 // maxBreaks bounds the stretches noted: enough for a task that reads the output of about a
@@ -85,10 +85,15 @@ const maxBreaks = 1024
 // indexedFirst is how many records count an index entry in memory whatever their order: keys in
 // no order turn out so within a few thousand records, and so all their entries are counted
 // from the first on, with no jump when they do. Past it, records held in stretches count none
-// (their sort needs no index: cursor), a third less memory for a narrow SQL row; a record that
-// would put such a table out of order is added only once the table is spilled (Sorter.Add), so
-// its entries never come uncounted.
+// (their sort needs no index: cursor), a third less memory for a narrow SQL row; records that
+// come out of order after them count an entry each, as any record does (frozen).
 const indexedFirst = 1 << 16
+
+// lazyBreaks bounds the stretches past indexedFirst records: a merge of stretches read without
+// an index costs a search and a heap step a block, and stretches that interleave finely would
+// make that a record; bounded, the heap is 6 levels deep at most. More stretches there put the
+// table out of order (frozen).
+const lazyBreaks = 64
 
 // maxTracked bounds the leading key bytes whose variation is tracked: comparing them costs each
 // add.
@@ -105,19 +110,25 @@ func (t *memTable) memory() int64 {
 	return t.arena + int64(t.indexed(t.n))*entrySize + t.spillReserve()
 }
 
-// indexed is how many of n records held as these are count an index entry: every one out of
-// order, at most indexedFirst in stretches.
+// indexed is how many of n records held as these are count an index entry: at most
+// indexedFirst of those in stretches (all of them while in order, those before frozen once not),
+// and every other.
 func (t *memTable) indexed(n int) int {
 	if t.outOfOrder {
-		return n
+		return n - t.frozen + min(t.frozen, indexedFirst)
 	}
 	return min(n, indexedFirst)
 }
 
-// flips reports whether adding rec would put a table past indexedFirst records out of order, so
-// that the index entries of every record held would count at once.
-func (t *memTable) flips(rec []byte) bool {
-	return !t.outOfOrder && t.n > indexedFirst && len(t.breaks) == maxBreaks && bytes.Compare(t.lastKey, keyOf(rec)) > 0
+// stopOrder puts the table out of order from the record of ordinal i on: past indexedFirst, the
+// records before it stay as they are, in their stretches (frozen).
+func (t *memTable) stopOrder(i int) {
+	t.outOfOrder, t.lastKey = true, nil
+	if i > indexedFirst {
+		t.frozen = i
+	} else {
+		t.breaks = nil
+	}
 }
 
 // spillReserve is spillCost while records are held, else nothing.
@@ -166,7 +177,7 @@ func (t *memTable) add(rec []byte) error {
 		last++
 	}
 	if flip, _ := t.checkOrder(rec, len(rec), t.n); flip >= 0 {
-		t.outOfOrder, t.breaks, t.lastKey = true, nil, nil // callers add no record that flips above indexedFirst
+		t.stopOrder(t.n)
 	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
 	t.noteLast(t.chunks[last][len(t.chunks[last])-len(rec):])
@@ -183,9 +194,8 @@ func (t *memTable) add(rec []byte) error {
 // addRun copies in, with one copy, the longest run of whole records at the start of recs (well
 // formed, as validate checks) that fits in the last chunk's room and keeps memory() within limit,
 // and returns the bytes and the records it took: none when the first does not fit, or when no
-// record is held yet. Adding those records one by one would neither spill nor map a chunk. It
-// stops before a record that would put a table past indexedFirst records out of order (see
-// flips). uniform is validate's: the size of every record in recs, or 0 if they differ.
+// record is held yet. Adding those records one by one would neither spill nor map a chunk.
+// uniform is validate's: the size of every record in recs, or 0 if they differ.
 func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records int) {
 	last := len(t.chunks) - 1
 	if last < 0 || t.n == 0 {
@@ -209,15 +219,8 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 	if records == 0 {
 		return 0, 0
 	}
-	if flip, at := t.checkOrder(recs[:taken], uniform, t.n); flip >= 0 {
-		if t.n+flip > indexedFirst { // the records before it go in; Add spills before it
-			records, taken = flip, at
-			if records == 0 {
-				return 0, 0
-			}
-		} else {
-			t.outOfOrder, t.breaks, t.lastKey = true, nil, nil
-		}
+	if flip, _ := t.checkOrder(recs[:taken], uniform, t.n); flip >= 0 {
+		t.stopOrder(t.n + flip)
 	}
 	lastOff := taken - uniform // the last record's offset in recs
 	if uniform > 0 {
@@ -250,8 +253,8 @@ func (t *memTable) noteLast(rec []byte) {
 // checkOrder compares the keys of recs, records about to be added, the first of ordinal first,
 // each with the key before it, while the records held are in stretches in key order, and notes
 // where stretches start; size is every record's size, or 0 when they differ. It stops at a
-// record that would start a stretch past maxBreaks and returns its index in recs and its offset
-// (else -1): the caller puts the table out of order, or adds only the records before it.
+// record that would start a stretch past maxBreaks (lazyBreaks past indexedFirst records) and
+// returns its index in recs and its offset (else -1): the caller puts the table out of order.
 func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
 	if t.outOfOrder || len(recs) == 0 {
 		return -1, 0
@@ -294,9 +297,9 @@ func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
 }
 
 // breakAt notes that a stretch starts at the record of ordinal i, and reports true; past
-// maxBreaks it notes nothing and reports false.
+// maxBreaks, or lazyBreaks from indexedFirst records on, it notes nothing and reports false.
 func (t *memTable) breakAt(i int) bool {
-	if len(t.breaks) >= maxBreaks {
+	if len(t.breaks) >= maxBreaks || i >= indexedFirst && len(t.breaks) >= lazyBreaks {
 		return false
 	}
 	t.breaks = append(t.breaks, i)
@@ -427,14 +430,7 @@ func (t *memTable) reset() {
 	}
 	t.freeSpare(0)
 	t.freeIndex()
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, unordered: t.unordered,
-		outOfOrder: t.unordered}
-}
-
-// giveUpOrder stops looking for order in t's records, and in those of every table it is reset
-// to or reused as; with no record held, nothing more is counted.
-func (t *memTable) giveUpOrder() {
-	t.unordered, t.outOfOrder, t.breaks, t.lastKey = true, true, nil, nil
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost}
 }
 
 // reuse drops every record but keeps their chunks, emptied, as spares for the next records: a
@@ -448,8 +444,7 @@ func (t *memTable) reuse() {
 		spare = append(spare, c[:0])
 	}
 	slices.SortFunc(spare, func(a, b []byte) int { return cmp.Compare(cap(b), cap(a)) })
-	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena,
-		unordered: t.unordered, outOfOrder: t.unordered}
+	*t = memTable{chunkSize: t.chunkSize, nextChunk: t.nextChunk, spillCost: t.spillCost, spare: spare, arena: t.arena}
 }
 
 // splitOlder moves the records of the oldest chunks, those that hold the nearest to half the
@@ -488,6 +483,17 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	for i := range t.breaks {
 		t.breaks[i] -= n
 	}
+	if t.frozen > 0 { // out of order from frozen on: the older records are all in stretches, or hold them all
+		if n <= t.frozen {
+			old.outOfOrder, old.frozen = false, 0
+			t.frozen -= n
+		} else {
+			t.frozen = 0
+		}
+		if t.frozen == 0 {
+			t.breaks = nil
+		}
+	}
 	t.chunks, t.starts = slices.Delete(t.chunks, 0, k), slices.Delete(t.starts, 0, k)
 	for i := range t.starts {
 		t.starts[i] -= n
@@ -504,12 +510,25 @@ func (t *memTable) rejoin(old *memTable) {
 		t.starts[i] += old.n
 	}
 	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
-	if !t.outOfOrder {
-		breaks := append(old.breaks, old.n) // where the records left started: a stretch may start there
+	switch {
+	case old.outOfOrder: // so were t's records: the records in stretches, if any, were all old's
+		t.breaks, t.frozen = old.breaks, old.frozen
+	default: // old's records were in stretches, and were the first of those held
+		end := old.n + t.n // where the records in stretches end
+		if t.outOfOrder {
+			end = old.n + t.frozen
+		}
+		breaks := old.breaks
+		if old.n < end { // where the records left started: a stretch may start there
+			breaks = append(breaks, old.n)
+		}
 		for _, b := range t.breaks {
 			breaks = append(breaks, b+old.n)
 		}
 		t.breaks = breaks
+		if t.outOfOrder {
+			t.frozen = end
+		}
 	}
 	t.n += old.n
 	t.arena += old.arena
@@ -541,26 +560,27 @@ func (t *memTable) freeIndex() {
 	t.index, t.indexMem = nil, nil
 }
 
-// sortedIndex returns an index of every record in key order, stable, valid until reset or the
-// next sortedIndex. Records added in a few stretches in key order are merged (stretchIndex).
+// sortedIndex returns an index of every record in key order (from frozen on, if set), stable,
+// valid until reset or the next sortedIndex. Records added in a few stretches in key order are merged (stretchIndex).
 // Otherwise the sort itself need not be stable: the insertion order in each entry breaks ties,
 // so the fast unstable sort gives a stable result. It fails only when the OS refuses the index's
 // memory (counted from each record's add on: entrySize; the cursor takes no index where none
 // is counted).
 func (t *memTable) sortedIndex() ([]entry, error) {
 	t.freeIndex() // one left by a spill that failed
-	mem, err := offheap.Alloc(t.n * int(entrySize))
+	n := t.n - t.frozen
+	mem, err := offheap.Alloc(n * int(entrySize))
 	if err != nil {
 		return nil, err
 	}
 	// Entries hold no pointers, so memory the collector does not scan may hold them.
 	t.indexMem = mem
-	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), t.n)
+	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), n)
 	if !t.outOfOrder && t.stretchIndex(t.index) {
 		return t.index, nil
 	}
 	w := t.window()
-	if t.sortShortKeys(&w, mem) {
+	if t.frozen == 0 && t.sortShortKeys(&w, mem) {
 		return t.index, nil
 	}
 	t.index = t.index[:0]
@@ -573,9 +593,16 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	if t.ordinalFits(&w) {
 		ordinals = ^uint64(0)
 	}
-	for ci, c := range t.chunks {
-		ahead := 0
-		for off := 0; off < len(c); off += recordSize(c[off:]) {
+	from := uint64(0) // the first record indexed: frozen's
+	if t.frozen > 0 {
+		from = t.positions([]int{t.frozen})[0]
+	}
+	for ci := int(from >> 32); ci < len(t.chunks); ci++ {
+		c, off := t.chunks[ci], 0
+		if ci == int(from>>32) {
+			off = int(uint32(from))
+		}
+		for ahead := off; off < len(c); off += recordSize(c[off:]) {
 			ahead = prefetchWalk(c, ahead, off)
 			idx = append(idx, entry{prefix: w.prefix(keyOf(c[off:])) | uint64(len(idx))&ordinals, pos: uint64(ci)<<32 | uint64(off)})
 		}
@@ -606,14 +633,17 @@ func (t *memTable) stretchIndex(idx []entry) bool {
 	return true
 }
 
-// stretches returns the stretches in key order that the records were added in (see breaks), in
-// a heap, least first, for a merge (cursor.refill).
+// stretches returns the stretches in key order that the records were added in (see breaks), up
+// to frozen when set, in a heap, least first, for a merge (cursor.refill).
 func (t *memTable) stretches() []*stretch {
 	starts := append(append(make([]int, 0, len(t.breaks)+1), 0), t.breaks...)
 	pos := t.positions(starts)
 	all, heap := make([]stretch, len(starts)), make([]*stretch, len(starts))
 	for i, start := range starts {
 		end := t.n
+		if t.outOfOrder {
+			end = t.frozen
+		}
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}

@@ -82,15 +82,6 @@ func (s *Sorter) spill(keep bool) (int64, error) {
 			return freed, err
 		}
 	}
-	return s.spillAll(keep)
-}
-
-// spillAll is spill, every record held written.
-func (s *Sorter) spillAll(keep bool) (int64, error) {
-	if s.mem.n == 0 {
-		return 0, nil
-	}
-	held := s.mem.memory()
 	c, err := s.mem.cursor()
 	if err != nil {
 		return 0, fmt.Errorf("extsort: sorting %d records in memory: %w", s.mem.n, err)
