@@ -176,11 +176,8 @@ func (t *memTable) add(rec []byte) error {
 		t.starts = append(t.starts, t.n)
 		last++
 	}
-	if flip, _ := t.checkOrder(rec, len(rec), t.n); flip >= 0 {
-		t.stopOrder(t.n)
-	}
 	t.chunks[last] = append(t.chunks[last], rec...) // within the chunk's capacity: never moved
-	t.noteLast(t.chunks[last][len(t.chunks[last])-len(rec):])
+	t.checkOrder(t.chunks[last][len(t.chunks[last])-len(rec):], len(rec), t.n)
 	if t.n == 0 {
 		t.minRec, t.maxRec = len(rec), len(rec)
 	} else {
@@ -206,58 +203,37 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 	if uniform > 0 {
 		records = int(min(int64(room/uniform), int64(len(recs)/uniform), max(entries, 0)))
 		taken = records * uniform
-	} else {
-		for taken < len(recs) && int64(records) < entries {
-			size := recordSize(recs[taken:])
-			if size > room-taken {
-				break
-			}
-			taken += size
-			records++
+		if records > 0 {
+			t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
+			t.track(recs[:taken], uniform)
+			t.n += records
+			t.chunks[last] = append(t.chunks[last], recs[:taken]...)
+			t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], uniform, t.n-records)
 		}
+		return taken, records
 	}
-	if records == 0 {
-		return 0, 0
-	}
-	if flip, _ := t.checkOrder(recs[:taken], uniform, t.n); flip >= 0 {
-		t.stopOrder(t.n + flip)
-	}
-	lastOff := taken - uniform // the last record's offset in recs
-	if uniform > 0 {
-		t.minRec, t.maxRec = min(t.minRec, uniform), max(t.maxRec, uniform)
-		t.track(recs[:taken], uniform)
-	} else {
-		for off := 0; off < taken; {
-			size := recordSize(recs[off:])
-			t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
-			t.track(recs[off:off+size], size)
-			lastOff = off
-			off += size
+	for taken < len(recs) && int64(records) < entries {
+		size := recordSize(recs[taken:])
+		if size > room-taken {
+			break
 		}
+		t.minRec, t.maxRec = min(t.minRec, size), max(t.maxRec, size)
+		t.track(recs[taken:taken+size], size)
+		t.n++
+		taken += size
+		records++
 	}
-	t.n += records
-	base := len(t.chunks[last])
 	t.chunks[last] = append(t.chunks[last], recs[:taken]...) // within the chunk's capacity: never moved
-	t.noteLast(t.chunks[last][base+lastOff:])
+	t.checkOrder(t.chunks[last][len(t.chunks[last])-taken:], 0, t.n-records)
 	return taken, records
 }
 
-// noteLast keeps the key of rec, the last record added (where it lies in the arena), as the one
-// the next record's is compared with, while the records are in stretches.
-func (t *memTable) noteLast(rec []byte) {
-	if !t.outOfOrder {
-		t.lastKey = keyOf(rec)
-	}
-}
-
-// checkOrder compares the keys of recs, records about to be added, the first of ordinal first,
-// each with the key before it, while the records held are in stretches in key order, and notes
-// where stretches start; size is every record's size, or 0 when they differ. It stops at a
-// record that would start a stretch past maxBreaks (lazyBreaks past indexedFirst records) and
-// returns its index in recs and its offset (else -1): the caller puts the table out of order.
-func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
+// checkOrder compares the keys of recs, records just added (where they lie in the arena), the
+// first of ordinal first, each with the key before it, while the records held are in stretches
+// in key order; size is every record's size, or 0 when they differ.
+func (t *memTable) checkOrder(recs []byte, size, first int) {
 	if t.outOfOrder || len(recs) == 0 {
-		return -1, 0
+		return
 	}
 	if n := int(binary.LittleEndian.Uint32(recs)); size > 0 && n >= 8 && n <= 16 {
 		// Records of one size have one key length (validate): a key of 8 to 16 bytes (a SQL
@@ -268,23 +244,24 @@ func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
 			return binary.BigEndian.Uint64(key), binary.BigEndian.Uint64(key[n-8:])
 		}
 		if t.lastKey != nil && bytes.Compare(t.lastKey, recs[headerSize:headerSize+n]) > 0 && !t.breakAt(first) {
-			return 0, 0
+			return
 		}
 		hi, lo := words(0)
 		for off, i := size, first+1; off < len(recs); off, i = off+size, i+1 {
 			h, l := words(off)
 			if (h < hi || h == hi && l < lo) && !t.breakAt(i) {
-				return i - first, off
+				return
 			}
 			hi, lo = h, l
 		}
-		return -1, 0
+		t.lastKey = keyOf(recs[len(recs)-size:])
+		return
 	}
 	prev := t.lastKey
 	for off, i := 0, first; off < len(recs); i++ {
 		key := keyOf(recs[off:])
 		if prev != nil && bytes.Compare(prev, key) > 0 && !t.breakAt(i) {
-			return i - first, off
+			return
 		}
 		prev = key
 		if size > 0 {
@@ -293,13 +270,15 @@ func (t *memTable) checkOrder(recs []byte, size, first int) (flip, at int) {
 			off += recordSize(recs[off:])
 		}
 	}
-	return -1, 0
+	t.lastKey = prev
 }
 
 // breakAt notes that a stretch starts at the record of ordinal i, and reports true; past
-// maxBreaks, or lazyBreaks from indexedFirst records on, it notes nothing and reports false.
+// maxBreaks, or lazyBreaks from indexedFirst records on, it puts the table out of order from
+// that record on instead (stopOrder), and reports false.
 func (t *memTable) breakAt(i int) bool {
 	if len(t.breaks) >= maxBreaks || i >= indexedFirst && len(t.breaks) >= lazyBreaks {
+		t.stopOrder(i)
 		return false
 	}
 	t.breaks = append(t.breaks, i)
