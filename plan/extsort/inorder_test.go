@@ -239,8 +239,11 @@ func TestInputInKeyOrderThroughSpills(t *testing.T) {
 // inStretches is n narrow rows (a long key, many repeated, and a value; of several sizes with
 // odd) in k stretches in key order: the rows sorted, cut in k parts, the last part first, as a
 // shuffle's blocks of a table stored by the key reach a sort.
-func inStretches(n, k int, odd bool) []rec {
-	sorted := reference(narrowRows(n, odd))
+func inStretches(n, k int, odd bool) []rec { return cutInStretches(reference(narrowRows(n, odd)), k) }
+
+// cutInStretches is sorted cut in k parts, the last part first.
+func cutInStretches(sorted []rec, k int) []rec {
+	n := len(sorted)
 	var out []rec
 	for i := k - 1; i >= 0; i-- {
 		out = append(out, sorted[i*n/k:(i+1)*n/k]...)
@@ -252,13 +255,17 @@ func inStretches(n, k int, odd bool) []rec {
 // none is mapped to read them in order: they are merged from their stretches a block at a time,
 // into buffers that cut blocks anywhere.
 func TestManyRecordsInStretchesCountNoIndex(t *testing.T) {
-	for _, odd := range []bool{false, true} {
-		for _, k := range []int{1, 3, 40} {
+	for _, tc := range []struct {
+		odd bool
+		k   int
+	}{{false, 1}, {false, 40}, {true, 3}} {
+		odd, k := tc.odd, tc.k
+		{
 			t.Run(fmt.Sprintf("odd=%v/stretches=%d", odd, k), func(t *testing.T) {
 				m, _ := newManager(t, 1<<30, nil)
 				mappedBefore := offheap.Mapped()
 				s := newSorter(t, m, 64<<20)
-				recs := inStretches(3*indexedFirst, k, odd)
+				recs := inStretches(indexedFirst+15_000, k, odd)
 				addAll(t, s, recs, 1<<20)
 				require.Zero(t, s.Stats().Runs)
 				assert.Len(t, s.mem.breaks, k-1)
@@ -288,10 +295,15 @@ func TestRecordsInStretchesThroughSpills(t *testing.T) {
 		t.Run(fmt.Sprintf("odd=%v", odd), func(t *testing.T) {
 			m, _ := newManager(t, 1<<30, nil)
 			mappedBefore := offheap.Mapped()
-			s := newSorter(t, m, 20<<20)
-			recs := inStretches(600_000, 4, odd) // ~25 MB
+			s := newSorter(t, m, 5<<20)
+			recs := inStretches(150_000, 4, odd) // ~5 MB: a run of the older half
 			addAll(t, s, recs, 1<<20)
-			require.Positive(t, s.Stats().Runs)
+			_, err := s.Spill()
+			require.NoError(t, err)
+			more := inStretches(indexedFirst+20_000, 3, odd) // then held to the final merge
+			addAll(t, s, more, 1<<20)
+			recs = append(recs, more...)
+			require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
 			require.Greater(t, s.mem.n, indexedFirst)
 			require.False(t, s.mem.outOfOrder)
 			nexts := 0
@@ -315,7 +327,7 @@ func orderLostLate(tail int) (recs []rec, inOrder int) {
 	for j := range maxBreaks + 1 {
 		n := 60
 		if j == maxBreaks {
-			n = 40_000
+			n = 10_000
 		}
 		for i := range n {
 			recs = append(recs, rec{key: sqlLongKey(nil, uint64((maxBreaks+10-j)*1000+i), false), val: binary.LittleEndian.AppendUint32(nil, uint32(len(recs)))})
@@ -343,11 +355,11 @@ func TestOrderLostPastIndexedFirstFreezesTheStretches(t *testing.T) {
 		tail  int
 		spill string
 	}{
-		{"in memory", 50_000, ""},
-		{"older half within the stretches", 50_000, "refill"},
-		{"older half past the stretches", 400_000, "refill"},
-		{"a spill that fails", 50_000, "fail"},
-		{"whole", 50_000, "whole"},
+		{"in memory", 20_000, ""},
+		{"older half within the stretches", 20_000, "refill"},
+		{"older half past the stretches", 90_000, "refill"},
+		{"a spill that fails", 20_000, "fail"},
+		{"whole", 20_000, "whole"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs, inOrder := orderLostLate(tc.tail)
@@ -415,7 +427,7 @@ func TestRealENOSPCRunOfStretchesIsWrittenAgain(t *testing.T) {
 	small, good := faultenv.Tmpfs(t, "size=256k"), t.TempDir()
 	m := managerOver(t, small, good)
 	s := newSorter(t, m, 8<<20)
-	recs := inStretches(400_000, 3, false) // ~16 MB
+	recs := cutInStretches(reference(randomRecords(31, 200_000, 16, 64)), 3) // ~11 MB, random bytes: no codec makes a run fit the small disk
 	addAll(t, s, recs, 1<<20)
 	require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
 	assert.Positive(t, s.Stats().RewrittenRuns)
