@@ -9,8 +9,9 @@ import (
 // (sortedIndex) when they are out of order or few, else by merging their stretches in key order
 // as it goes, a block at a time, with no index (none is counted for them: memTable.indexed). A
 // block is records of one stretch that lie together in memory, so they are copied out or written
-// whole (span). A table frozen when its order broke is read by both: its records in stretches
-// merged so, the others by their index (rest), and the two merged a record at a time.
+// whole (span). The records held apart from the stretches (holes), and those of a table frozen
+// when its order broke, are read by their index (rest), and merged with the stretches a record
+// at a time while any is left.
 type cursor struct {
 	t    *memTable
 	idx  []entry // the sorted index; nil when merging stretches
@@ -21,22 +22,25 @@ type cursor struct {
 	pos  uint64     // the position of the current block's next record
 	left int        // the records left in the current block
 
-	rest *cursor // the records from frozen on, by their index: merged with the stretches
-	a, b []byte  // the next record of the stretches and of rest, once looked at (nil: none left)
-	seen bool    // a and b are looked at
+	rest       *cursor // the holes and the records from frozen on, by their index: merged with the stretches
+	a, b       []byte  // the next record of the stretches and of rest, once looked at (nil: none left)
+	aPos, bPos uint64  // their positions: on equal keys the older goes first
+	seen       bool    // a and b are looked at
 }
 
 // cursor returns a cursor at t's first record in key order. It fails only when the OS refuses
 // the index's memory.
 func (t *memTable) cursor() (*cursor, error) {
-	if !t.outOfOrder && t.n > indexedFirst {
+	t.settle()
+	lazy := t.frozen > 0 || !t.outOfOrder && t.n > indexedFirst // the stretches are merged as read
+	if lazy && t.frozen == 0 && len(t.holes) == 0 {
 		return &cursor{t: t, size: t.recordSize(), heap: t.stretches()}, nil
 	}
-	idx, err := t.sortedIndex()
+	idx, err := t.sortedIndex(lazy)
 	if err != nil {
 		return nil, err
 	}
-	if t.frozen > 0 {
+	if lazy {
 		return &cursor{t: t, size: t.recordSize(), heap: t.stretches(), rest: &cursor{t: t, idx: idx}}, nil
 	}
 	return &cursor{t: t, idx: idx}, nil
@@ -47,57 +51,74 @@ func (c *cursor) next() []byte {
 	if c.rest != nil {
 		return c.take(c.least())
 	}
-	return c.own()
+	rec, _ := c.own()
+	return rec
 }
 
-// least is the next record of a frozen table's cursor: the stretches' or rest's, whichever key
-// is less, the stretches' on a tie (their records are older); nil past the last.
+// least is the next record of a cursor with rest: the stretches' or rest's, whichever key is
+// less, the older on a tie; nil past the last.
 func (c *cursor) least() []byte {
 	if !c.seen {
-		c.a, c.b, c.seen = c.own(), c.rest.own(), true
+		c.a, c.aPos = c.own()
+		c.b, c.bPos = c.rest.own()
+		c.seen = true
 	}
-	if c.b == nil || c.a != nil && bytes.Compare(keyOf(c.a), keyOf(c.b)) <= 0 {
+	if c.b == nil {
 		return c.a
+	}
+	if c.a != nil {
+		if k := bytes.Compare(keyOf(c.a), keyOf(c.b)); k < 0 || k == 0 && c.aPos < c.bPos {
+			return c.a
+		}
 	}
 	return c.b
 }
 
-// take passes rec, the record least returned.
+// take passes rec, the record least returned. Once rest has none left, the stretches are
+// merged alone again, a block at a time.
 func (c *cursor) take(rec []byte) []byte {
 	switch {
 	case rec == nil:
+		return nil
 	case len(c.a) > 0 && &rec[0] == &c.a[0]:
-		c.a = c.own()
+		c.a, c.aPos = c.own()
 	default:
-		c.b = c.rest.own()
+		c.b, c.bPos = c.rest.own()
+	}
+	if c.b == nil && c.a != nil { // a is the stretches' next, just read: read it again alone
+		c.left++
+		c.pos = c.aPos
+		c.rest, c.a, c.seen = nil, nil, false
 	}
 	return rec
 }
 
-// own is next for the stretches, or the index, alone.
-func (c *cursor) own() []byte {
+// own is next for the stretches, or the index, alone, and the record's position.
+func (c *cursor) own() ([]byte, uint64) {
 	if c.idx != nil {
 		if c.i == len(c.idx) {
-			return nil
+			return nil, 0
 		}
 		if ahead := c.i + prefetchAhead; ahead < len(c.idx) {
 			c.t.prefetch(c.idx[ahead])
 		}
-		rec := c.t.record(c.idx[c.i])
+		e := c.idx[c.i]
+		rec := c.t.record(e)
 		c.i++
-		return rec[:recordSize(rec)]
+		return rec[:recordSize(rec)], e.pos
 	}
 	if c.left == 0 && !c.refill() {
-		return nil
+		return nil, 0
 	}
-	rec := c.t.record(entry{pos: c.pos})
+	pos := c.pos
+	rec := c.t.record(entry{pos: pos})
 	l := c.size
 	if l == 0 {
 		l = recordSize(rec)
 	}
 	c.left--
-	c.pos = c.t.skip(c.pos, l)
-	return rec[:l]
+	c.pos = c.t.skip(pos, l)
+	return rec[:l], pos
 }
 
 // span returns the next records, whole, that lie together in memory, as many as max bytes hold,
@@ -152,7 +173,7 @@ func (c *cursor) remaining() int {
 	}
 	n := c.left
 	for _, s := range c.heap {
-		n += s.end - s.at
+		n += s.left()
 	}
 	if c.rest != nil {
 		n += c.rest.remaining()
@@ -182,22 +203,28 @@ func (c *cursor) clone() *cursor {
 // none is left.
 func (c *cursor) refill() bool {
 	h := c.heap
-	switch len(h) {
-	case 0:
+	if len(h) == 0 {
 		return false
-	case 1:
-		c.pos, c.left, c.heap = h[0].pos, h[0].end-h[0].at, h[:0]
+	}
+	top := h[0]
+	var n int
+	var after uint64
+	switch {
+	case len(h) == 1 && len(top.holes) == 0:
+		c.pos, c.left, c.heap = top.pos, top.end-top.at, h[:0]
 		return true
+	case len(h) == 1:
+		n, after = top.holes[0].i-top.at, top.holes[0].pos
+	default:
+		next := h[1]
+		if len(h) > 2 && h[2].less(next) {
+			next = h[2]
+		}
+		n, after = top.block(next, c.size)
 	}
-	top, next := h[0], h[1]
-	if len(h) > 2 && h[2].less(next) {
-		next = h[2]
-	}
-	n, after := top.block(next, c.size)
 	c.pos, c.left = top.pos, n
-	if top.at += n; top.at < top.end {
-		top.pos = after
-	} else {
+	top.at, top.pos = top.at+n, after
+	if top.skipHoles(); top.at == top.end {
 		h[0] = h[len(h)-1]
 		c.heap = h[:len(h)-1]
 	}

@@ -24,9 +24,13 @@
 // with the one before while they come so, and the records in memory are then read in key order
 // by merging their stretches, by blocks of records found by a binary search, each copied out or
 // written whole. Past the first 65,536 such records (indexedFirst) they have no index at all, and
-// none is counted (see MemoryUsed below). Keys in no order stop the comparing within a few
-// thousand records, and are sorted as below; records that come out of order after more than
-// 65,536 in stretches are sorted so, and merged with those, which stay as they were.
+// none is counted (see MemoryUsed below). A record out of line with its stretch (below it, the
+// records after it resuming it: a null key among rows stored by the key, an event that came late;
+// or above it, the record after it falling back: a spike) does not end the stretch: it is held
+// apart, indexed, and merged with the stretches as they are read. Keys in no order stop the
+// comparing within a few thousand records, and are sorted as below; records that come out of
+// order after more than 65,536 in stretches are sorted so, and merged with those, which stay as
+// they were.
 //
 // # Run files
 //
@@ -78,7 +82,8 @@
 // plus a 16-byte index entry per record (the in-memory sort needs no more: an in-place radix
 // sort on the entries' prefixes, or, for short keys, a radix sort of one word a record that
 // takes the index's two halves in turn) but for records held in stretches in key order past the
-// first 65,536 (see Order), which need none, plus, once merging, what each open run's reader holds
+// first 65,536 (see Order), which need none (a record held apart from its stretch counts one),
+// plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
 // buffers of the run it writes. While records are held it also counts S, the WriterMemory of the
 // run a spill of them would write (shuffled, at most): the writer exists only while a spill runs,

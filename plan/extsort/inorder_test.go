@@ -73,8 +73,10 @@ func evenOdd(parity, n int) (k [][]byte) {
 
 // stretchIndexOf is mt's index by stretchIndex, and whether it took the stretches.
 func stretchIndexOf(t *testing.T, mt *memTable) ([]entry, bool) {
+	mt.settle()
 	idx := make([]entry, mt.n)
 	require.False(t, mt.outOfOrder)
+	require.Empty(t, mt.holes)
 	return idx, mt.stretchIndex(idx)
 }
 
@@ -115,8 +117,8 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 		{"by blocks, records of several sizes", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, true},
 		{"two stretches, one record each in turn", slices.Concat(evenOdd(0, 6_000), evenOdd(1, 6_000)), 1, false, false},
 		{"8-byte keys, two stretches", [][]byte{be(5), be(6), be(6), be(1), be(2)}, 1, true, false},
-		{"16-byte keys, a break in the last byte", [][]byte{be(1, 5), be(1, 6), be(2, 1), be(2, 0), be(2, 0), be(3, 0)}, 1, true, false},
-		{"16-byte keys, a break in the first word", [][]byte{be(1, 5), be(2, 0), be(1, 7), be(3, 0)}, 1, true, false},
+		{"16-byte keys, a break in the last byte", [][]byte{be(1, 5), be(2, 1), be(2, 2), be(2, 0), be(2, 0), be(2, 1)}, 1, true, false},
+		{"16-byte keys, a break in the first word", [][]byte{be(1, 5), be(1, 9), be(2, 0), be(1, 7), be(1, 8)}, 1, true, false},
 		{"stretches over the same keys, ties between them", slices.Concat(keyRange(0, 3_000), keyRange(1_000, 4_000), keyRange(2_000, 5_000)), 2, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,7 +138,9 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 			} else {
 				addBatch(t, mt, encode(recs))
 			}
+			mt.settle()
 			assert.Len(t, mt.breaks, tc.breaks)
+			assert.Empty(t, mt.holes)
 			idx, ok := stretchIndexOf(t, mt)
 			assert.Equal(t, tc.stretch, ok)
 			if ok {
@@ -145,7 +149,7 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 			if tc.breaks == 0 {
 				assert.True(t, inInsertionOrder(mt, idx), "the index is the insertion order")
 			}
-			idx, err := mt.sortedIndex()
+			idx, err := mt.sortedIndex(false)
 			require.NoError(t, err)
 			assert.Equal(t, wantKeys(recs), keysOf(mt, idx))
 			// Equal keys in insertion order: the values are the ordinals.
@@ -166,6 +170,7 @@ func TestRandomKeysStopTheComparing(t *testing.T) {
 	addBatch(t, mt, encode(randomRecords(5, 10_000, 9, 16)))
 	assert.True(t, mt.outOfOrder)
 	assert.Nil(t, mt.breaks)
+	assert.Nil(t, mt.holes)
 	assert.Nil(t, mt.lastKey)
 }
 
@@ -212,6 +217,7 @@ func TestStretchesAcrossSplitOlder(t *testing.T) {
 	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 10_000, false), make([]byte, 24)))
 	assert.Len(t, mt.breaks, breaks, "a key past the last one held")
 	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 9_998, false), make([]byte, 24)))
+	mt.settle()
 	assert.Len(t, mt.breaks, breaks+1, "compared with the last record held")
 }
 
@@ -321,8 +327,9 @@ func TestRecordsInStretchesThroughSpills(t *testing.T) {
 }
 
 // orderLostLate is records in maxBreaks+1 stretches of 60 ascending keys, each below the one
-// before, the last one going on past indexedFirst records, then tail records in no order (the
-// first below every other), with ties among them and with the stretches' keys.
+// before, the last one going on past indexedFirst records, then tail records in no order, all
+// below the last stretch's last key (the first below every other), with ties among them and
+// with the stretches' keys.
 func orderLostLate(tail int) (recs []rec, inOrder int) {
 	for j := range maxBreaks + 1 {
 		n := 60
@@ -336,7 +343,7 @@ func orderLostLate(tail int) (recs []rec, inOrder int) {
 	inOrder = len(recs)
 	r := rand.New(rand.NewPCG(5, 5))
 	for i := range tail {
-		k := uint64(r.IntN(1_100_000))
+		k := uint64(r.IntN(19_000))
 		if i == 0 {
 			k = 0
 		}
@@ -435,4 +442,137 @@ func TestRealENOSPCRunOfStretchesIsWrittenAgain(t *testing.T) {
 	assertSorted(t, recs, drain(t, s, 64<<10))
 	require.NoError(t, s.Close())
 	require.NoError(t, m.Close())
+}
+
+// outOfLine is sorted cut in k stretches, the last first (cutInStretches), with rows out of line
+// among each stretch's, of the key that apart gives for the row j of a stretch: one after every
+// 50th row, and with runs, three after every 1000th; never among a stretch's last rows. tail
+// rows of a null key first in the order follow (a shuffle block of nulls alone). It returns the
+// rows, and how many are out of line.
+func outOfLine(sorted []rec, k int, apart func(part []rec, j int) []byte, runs bool, tail int) (recs []rec, out int) {
+	row := func(key []byte) rec {
+		return rec{key: key, val: binary.LittleEndian.AppendUint64(make([]byte, 8), uint64(len(recs)))}
+	}
+	n := len(sorted)
+	for i := k - 1; i >= 0; i-- {
+		part := sorted[i*n/k : (i+1)*n/k]
+		for j, r := range part {
+			recs = append(recs, r)
+			if j%50 != 25 || j+10 > len(part) {
+				continue
+			}
+			count := 1
+			if runs && j%1000 == 525 {
+				count = 3
+			}
+			for range count {
+				recs = append(recs, row(apart(part, j)))
+				out++
+			}
+		}
+	}
+	for range tail {
+		recs = append(recs, row(nullKey(0)))
+	}
+	return recs, out
+}
+
+// nullKey is a null key as SQL encodes it, first in the order with flag 0, last with flag 2.
+func nullKey(flag byte) []byte { return append([]byte{flag}, make([]byte, 8)...) }
+
+// A row out of line with its stretch does not end it: a null key first in the order among rows
+// stored by the key (alone or a few in a row), a row that came late, or a null key last in the
+// order (a spike), is held apart and counts an entry, and the stretches count none past
+// indexedFirst; the rows come out sorted and stable (ties with older and younger rows in
+// stretches), through buffers that cut blocks anywhere, with no more memory mapped than counted.
+// Fewer rows than indexedFirst are sorted with their holes by one index.
+func TestRowsOutOfLineAreHeldApart(t *testing.T) {
+	nullFirst := func([]rec, int) []byte { return nullKey(0) }
+	late := func(part []rec, j int) []byte { return part[j-25].key } // below, and the ties of older rows
+	for _, tc := range []struct {
+		name  string
+		n, k  int
+		apart func([]rec, int) []byte
+		runs  bool
+		odd   bool
+		tail  int
+	}{
+		{"nulls first, one stretch, then nulls alone", indexedFirst + 15_000, 1, nullFirst, true, false, 2_000},
+		{"nulls first, three stretches, rows of many sizes", indexedFirst + 15_000, 3, nullFirst, true, true, 0},
+		{"rows that came late", indexedFirst + 15_000, 2, late, true, false, 0},
+		{"nulls last, spikes", indexedFirst + 15_000, 2, func([]rec, int) []byte { return nullKey(2) }, false, false, 0},
+		{"nulls first, fewer than indexedFirst, then nulls alone", 20_000, 2, nullFirst, true, false, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, out := outOfLine(reference(narrowRows(tc.n, tc.odd)), tc.k, tc.apart, tc.runs, tc.tail)
+			m, _ := newManager(t, 1<<30, nil)
+			mappedBefore := offheap.Mapped()
+			s := newSorter(t, m, 64<<20)
+			addAll(t, s, recs, 1<<20)
+			require.Zero(t, s.Stats().Runs)
+			require.False(t, s.mem.outOfOrder)
+			s.mem.settle()
+			assert.Len(t, s.mem.breaks, tc.k-1+min(tc.tail, 1))
+			assert.Len(t, s.mem.holes, out, "every row out of line held apart")
+			indexed := min(len(recs), indexedFirst+out)
+			assert.Equal(t, s.mem.arena+int64(indexed)*entrySize+s.mem.spillCost, s.MemoryUsed(),
+				"an entry for each hole, and for the first indexedFirst rows in stretches")
+			got := drainEach(t, s, 1000, func() {
+				if s.mem.n > 0 {
+					checkMemory(t, s, mappedBefore, "reading")
+				}
+			})
+			assertSorted(t, recs, got)
+		})
+	}
+}
+
+// Rows held apart go through the sort's spills: the older half's runs (split among the holes)
+// and whole runs, a spill that fails on a full disk and leaves them as they were, the final
+// merge's reads of the rows left in memory, and Spark's spill in the middle of that merge.
+func TestRowsHeldApartThroughSpills(t *testing.T) {
+	nulls := func(n, k int) []rec {
+		recs, _ := outOfLine(reference(narrowRows(n, false)), k, func([]rec, int) []byte { return nullKey(0) }, true, 500)
+		return recs
+	}
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fails=%v", fails), func(t *testing.T) {
+			root := t.TempDir()
+			if fails {
+				root = fullTmpfs(t)
+			}
+			m := managerOver(t, root)
+			mappedBefore := offheap.Mapped()
+			s := newSorter(t, m, 5<<20)
+			recs := nulls(indexedFirst+20_000, 3)
+			if fails {
+				addAll(t, s, recs, 1<<20) // within the budget: nothing spills until asked
+				holes, held := slices.Clone(s.mem.holes), s.MemoryUsed()
+				_, err := s.SpillToRefill()
+				require.Error(t, err)
+				assert.Equal(t, held, s.MemoryUsed(), "the rows back as they were")
+				assert.Equal(t, holes, s.mem.holes)
+				assertSorted(t, recs, drainEach(t, s, 4096, func() { checkMemory(t, s, mappedBefore, "reading") }))
+				return
+			}
+			first := nulls(150_000, 4) // ~5 MB: a run of the older half
+			addAll(t, s, first, 1<<20)
+			_, err := s.Spill()
+			require.NoError(t, err)
+			addAll(t, s, recs, 1<<20) // then held to the final merge
+			recs = append(first, recs...)
+			require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
+			require.Greater(t, s.mem.n, indexedFirst)
+			require.NotEmpty(t, s.mem.holes)
+			nexts := 0
+			got := drainEach(t, s, 4096, func() {
+				if nexts++; nexts == 100 {
+					_, err := s.Spill() // the rows left in memory, from the current one on
+					require.NoError(t, err)
+				}
+				checkMemory(t, s, mappedBefore, "merging")
+			})
+			assertSorted(t, recs, got)
+		})
+	}
 }

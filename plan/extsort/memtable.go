@@ -71,11 +71,33 @@ type memTable struct {
 	// put out of order past indexedFirst records keeps those before as they are (frozen: the
 	// records before it are in the stretches that breaks notes), and only the records from there
 	// on count an entry and are indexed; the cursor merges the two.
+	//
+	// A record out of line with its stretch does not end it: one below the stretch's last key
+	// that the records after it resume past (a null key, first in the order, among rows stored by
+	// the key; an event that came late), or one above that the record after it falls back under
+	// (a spike), is held apart (holes): it counts an entry, is indexed and merged with the
+	// stretches as the frozen records are. Records below the last key wait (pending) until one
+	// resumes past it, which makes them holes, or until maxPending of them, or the end of the
+	// records, make the first of them a stretch's start.
 	breaks     []int
+	holes      []hole // ascending
+	pending    []hole
 	outOfOrder bool
-	lastKey    []byte
+	lastKey    []byte // the stretch's last key, the record lastAt's
+	prevKey    []byte // the stretch's key before lastKey (nil at its start): a record at or past it makes lastAt a spike
+	lastAt     hole
 	frozen     int
 }
+
+// hole is a record by ordinal and position (entry.pos), for the order check (see memTable).
+type hole struct {
+	i   int
+	pos uint64
+}
+
+// maxPending is how many records below a stretch's last key may wait to be told holes: a few
+// nulls in a row, or a few events that came late together; that many make a stretch.
+const maxPending = 8
 
 // maxBreaks bounds the stretches noted: enough for a task that reads the output of about a
 // thousand map tasks over a table stored by the key, a stretch each. Keys in no order reach it
@@ -113,21 +135,23 @@ func (t *memTable) memory() int64 {
 // indexed is how many of n records held as these are count an index entry: at most
 // indexedFirst of those in stretches (all of them while in order, those before frozen once not),
 // and every other.
+// Records held apart from the stretches (holes, pending) count one each.
 func (t *memTable) indexed(n int) int {
+	apart := len(t.holes) + len(t.pending)
 	if t.outOfOrder {
-		return n - t.frozen + min(t.frozen, indexedFirst)
+		return n - t.frozen + min(t.frozen-apart, indexedFirst) + apart
 	}
-	return min(n, indexedFirst)
+	return min(n-apart, indexedFirst) + apart
 }
 
 // stopOrder puts the table out of order from the record of ordinal i on: past indexedFirst, the
-// records before it stay as they are, in their stretches (frozen).
+// records before it stay as they are, in their stretches and holes (frozen).
 func (t *memTable) stopOrder(i int) {
-	t.outOfOrder, t.lastKey = true, nil
+	t.outOfOrder, t.lastKey, t.prevKey, t.pending = true, nil, nil, nil
 	if i > indexedFirst {
 		t.frozen = i
 	} else {
-		t.breaks = nil
+		t.breaks, t.holes = nil, nil
 	}
 }
 
@@ -228,49 +252,132 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 	return taken, records
 }
 
-// checkOrder compares the keys of recs, records just added (where they lie in the arena), the
-// first of ordinal first, each with the key before it, while the records held are in stretches
-// in key order; size is every record's size, or 0 when they differ.
+// checkOrder checks the order of recs, records just added (where they lie in the arena, at the
+// end of the last chunk), the first of ordinal first, while the records held are in stretches
+// in key order (see memTable); size is every record's size, or 0 when they differ.
 func (t *memTable) checkOrder(recs []byte, size, first int) {
 	if t.outOfOrder || len(recs) == 0 {
 		return
 	}
+	last := len(t.chunks) - 1
+	base := uint64(last)<<32 | uint64(len(t.chunks[last])-len(recs)) // recs[0]'s position
+	at := func(off, i int) hole { return hole{i: i, pos: base + uint64(off)} }
 	if n := int(binary.LittleEndian.Uint32(recs)); size > 0 && n >= 8 && n <= 16 {
 		// Records of one size have one key length (validate): a key of 8 to 16 bytes (a SQL
 		// sort's single integral key, its null flag first, takes 9) is two big-endian words, its
-		// first 8 bytes and its last 8, compared with no call.
+		// first 8 bytes and its last 8, compared with no call while the keys come in order.
+		key := func(off int) []byte { return recs[off+headerSize : off+headerSize+n] }
 		words := func(off int) (uint64, uint64) {
-			key := recs[off+headerSize : off+headerSize+n]
-			return binary.BigEndian.Uint64(key), binary.BigEndian.Uint64(key[n-8:])
+			k := key(off)
+			return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[n-8:])
 		}
-		if t.lastKey != nil && bytes.Compare(t.lastKey, recs[headerSize:headerSize+n]) > 0 && !t.breakAt(first) {
+		if !t.see(at(0, first), key(0)) {
 			return
 		}
-		hi, lo := words(0)
+		hi, lo := words(0)  // the last key in order, when nothing is pending
+		cur, prev := -1, -1 // its record's offset, and the one's before, in recs; -1: t's are current
 		for off, i := size, first+1; off < len(recs); off, i = off+size, i+1 {
 			h, l := words(off)
-			if (h < hi || h == hi && l < lo) && !t.breakAt(i) {
+			if len(t.pending) == 0 && (h > hi || h == hi && l >= lo) {
+				hi, lo, cur, prev = h, l, off, cur
+				continue
+			}
+			if cur >= 0 { // bring t's last keys up to here
+				if prev >= 0 {
+					t.prevKey = key(prev)
+				} else {
+					t.prevKey = t.lastKey
+				}
+				t.lastKey, t.lastAt = key(cur), at(cur, first+cur/size)
+				cur, prev = -1, -1
+			}
+			if !t.see(at(off, i), key(off)) {
 				return
 			}
-			hi, lo = h, l
+			hi, lo = h, l // see leaves nothing pending only with this record the last key
 		}
-		t.lastKey = keyOf(recs[len(recs)-size:])
+		if cur >= 0 {
+			if prev >= 0 {
+				t.prevKey = key(prev)
+			} else {
+				t.prevKey = t.lastKey
+			}
+			t.lastKey, t.lastAt = key(cur), at(cur, first+cur/size)
+		}
 		return
 	}
-	prev := t.lastKey
 	for off, i := 0, first; off < len(recs); i++ {
-		key := keyOf(recs[off:])
-		if prev != nil && bytes.Compare(prev, key) > 0 && !t.breakAt(i) {
+		if !t.see(at(off, i), keyOf(recs[off:])) {
 			return
 		}
-		prev = key
 		if size > 0 {
 			off += size
 		} else {
 			off += recordSize(recs[off:])
 		}
 	}
-	t.lastKey = prev
+}
+
+// see checks the order of one record just added, r, of key key, against the stretch's last keys,
+// and reports false when that put the table out of order.
+func (t *memTable) see(r hole, key []byte) bool {
+	switch {
+	case t.lastKey == nil || bytes.Compare(t.lastKey, key) <= 0: // in order: what waited is apart
+		if len(t.pending) > 0 {
+			t.holes = append(t.holes, t.pending...)
+			t.pending = t.pending[:0]
+			if !t.fewApart(r.i) {
+				return false
+			}
+		}
+		t.prevKey, t.lastKey, t.lastAt = t.lastKey, key, r
+		return true
+	case len(t.pending) == 0 && t.prevKey != nil && bytes.Compare(t.prevKey, key) <= 0: // lastAt a spike
+		t.holes = append(t.holes, t.lastAt)
+		t.lastKey, t.lastAt = key, r
+		return t.fewApart(r.i)
+	case len(t.pending) < maxPending:
+		t.pending = append(t.pending, r)
+		return true
+	}
+	return t.startStretch() && t.see(r, key)
+}
+
+// fewApart reports whether the holes are few among the records up to the one of ordinal i: at
+// most a sixteenth of them, and a few. Keys in no order make many, which would only delay their
+// sort; past that the table is put out of order from i on (stopOrder).
+func (t *memTable) fewApart(i int) bool {
+	if len(t.holes) <= 64+i/16 {
+		return true
+	}
+	t.stopOrder(i)
+	return false
+}
+
+// startStretch makes the first record pending a stretch's start, and checks the others' order
+// again from it (none of them waits past maxPending then). It reports false when that put the
+// table out of order.
+func (t *memTable) startStretch() bool {
+	var buf [maxPending]hole
+	p := append(buf[:0], t.pending...)
+	t.pending = t.pending[:0]
+	if !t.breakAt(p[0].i) {
+		return false
+	}
+	t.prevKey, t.lastKey, t.lastAt = nil, keyOf(t.record(entry{pos: p[0].pos})), p[0]
+	for _, r := range p[1:] {
+		if !t.see(r, keyOf(t.record(entry{pos: r.pos}))) {
+			return false
+		}
+	}
+	return true
+}
+
+// settle makes the records pending stretches' starts, as if no record were to come: they are
+// read (cursor) or split (splitOlder) now.
+func (t *memTable) settle() {
+	for len(t.pending) > 0 && t.startStretch() {
+	}
 }
 
 // breakAt notes that a stretch starts at the record of ordinal i, and reports true; past
@@ -435,6 +542,7 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	if len(t.chunks) < 2 {
 		return memTable{}, false
 	}
+	t.settle()
 	used := 0
 	for _, c := range t.chunks {
 		used += len(c)
@@ -449,9 +557,10 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	n := t.starts[k] // the records of chunks[:k]
 	old = *t
 	old.chunks, old.starts = slices.Clone(t.chunks[:k]), slices.Clone(t.starts[:k])
-	old.spare, old.index, old.indexMem, old.lastKey = nil, nil, nil, nil // old takes no more records
+	old.spare, old.index, old.indexMem, old.lastKey, old.prevKey = nil, nil, nil, nil, nil // old takes no more records
 	old.n, old.arena = n, arena
-	// Each side's stretches are the whole's, cut at n: the records left start one.
+	t.prevKey = nil // its record may be old's: a spike is the last record's only
+	// Each side's stretches and holes are the whole's, cut at n: the records left start a stretch.
 	cut, _ := slices.BinarySearch(t.breaks, n)
 	old.breaks = slices.Clone(t.breaks[:cut])
 	rest := t.breaks[cut:]
@@ -462,6 +571,14 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	for i := range t.breaks {
 		t.breaks[i] -= n
 	}
+	cut, _ = slices.BinarySearchFunc(t.holes, n, func(h hole, n int) int { return cmp.Compare(h.i, n) })
+	old.holes = slices.Clone(t.holes[:cut])
+	t.holes = slices.Clone(t.holes[cut:])
+	for i := range t.holes {
+		t.holes[i].i -= n
+		t.holes[i].pos -= uint64(k) << 32
+	}
+	t.lastAt.i, t.lastAt.pos = t.lastAt.i-n, t.lastAt.pos-uint64(k)<<32
 	if t.frozen > 0 { // out of order from frozen on: the older records are all in stretches, or hold them all
 		if n <= t.frozen {
 			old.outOfOrder, old.frozen = false, 0
@@ -470,7 +587,7 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 			t.frozen = 0
 		}
 		if t.frozen == 0 {
-			t.breaks = nil
+			t.breaks, t.holes = nil, nil
 		}
 	}
 	t.chunks, t.starts = slices.Delete(t.chunks, 0, k), slices.Delete(t.starts, 0, k)
@@ -488,11 +605,17 @@ func (t *memTable) rejoin(old *memTable) {
 	for i := range t.starts {
 		t.starts[i] += old.n
 	}
+	for i := range t.holes {
+		t.holes[i].i += old.n
+		t.holes[i].pos += uint64(len(old.chunks)) << 32
+	}
+	t.lastAt.i, t.lastAt.pos = t.lastAt.i+old.n, t.lastAt.pos+uint64(len(old.chunks))<<32
 	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
 	switch {
 	case old.outOfOrder: // so were t's records: the records in stretches, if any, were all old's
-		t.breaks, t.frozen = old.breaks, old.frozen
+		t.breaks, t.holes, t.frozen = old.breaks, old.holes, old.frozen
 	default: // old's records were in stretches, and were the first of those held
+		t.holes = append(old.holes, t.holes...)
 		end := old.n + t.n // where the records in stretches end
 		if t.outOfOrder {
 			end = old.n + t.frozen
@@ -539,15 +662,23 @@ func (t *memTable) freeIndex() {
 	t.index, t.indexMem = nil, nil
 }
 
-// sortedIndex returns an index of every record in key order (from frozen on, if set), stable,
-// valid until reset or the next sortedIndex. Records added in a few stretches in key order are merged (stretchIndex).
-// Otherwise the sort itself need not be stable: the insertion order in each entry breaks ties,
-// so the fast unstable sort gives a stable result. It fails only when the OS refuses the index's
-// memory (counted from each record's add on: entrySize; the cursor takes no index where none
-// is counted).
-func (t *memTable) sortedIndex() ([]entry, error) {
+// sortedIndex returns an index in key order, stable, valid until reset or the next sortedIndex,
+// of every record, or with lazy, of those the cursor does not merge from their stretches: the
+// holes, and the records from frozen on. Records added in a few stretches in key order are merged
+// (stretchIndex). Otherwise the sort itself need not be stable: the insertion order in each entry
+// breaks ties, so the fast unstable sort gives a stable result. It fails only when the OS refuses
+// the index's memory (counted from each record's add on: entrySize; the cursor takes no index
+// where none is counted).
+func (t *memTable) sortedIndex(lazy bool) ([]entry, error) {
+	t.settle()
 	t.freeIndex() // one left by a spill that failed
-	n := t.n - t.frozen
+	n := t.n
+	if lazy {
+		n = len(t.holes)
+		if t.frozen > 0 {
+			n += t.n - t.frozen
+		}
+	}
 	mem, err := offheap.Alloc(n * int(entrySize))
 	if err != nil {
 		return nil, err
@@ -555,11 +686,11 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	// Entries hold no pointers, so memory the collector does not scan may hold them.
 	t.indexMem = mem
 	t.index = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(mem))), n)
-	if !t.outOfOrder && t.stretchIndex(t.index) {
+	if !lazy && !t.outOfOrder && len(t.holes) == 0 && t.stretchIndex(t.index) {
 		return t.index, nil
 	}
 	w := t.window()
-	if t.frozen == 0 && t.sortShortKeys(&w, mem) {
+	if !lazy && t.sortShortKeys(&w, mem) {
 		return t.index, nil
 	}
 	t.index = t.index[:0]
@@ -572,9 +703,15 @@ func (t *memTable) sortedIndex() ([]entry, error) {
 	if t.ordinalFits(&w) {
 		ordinals = ^uint64(0)
 	}
-	from := uint64(0) // the first record indexed: frozen's
-	if t.frozen > 0 {
-		from = t.positions([]int{t.frozen})[0]
+	from := uint64(0) // the first record indexed in a row: frozen's, or none with lazy
+	if lazy {
+		for _, h := range t.holes {
+			idx = append(idx, entry{prefix: w.prefix(keyOf(t.record(entry{pos: h.pos}))) | uint64(len(idx))&ordinals, pos: h.pos})
+		}
+		from = uint64(len(t.chunks)) << 32
+		if t.frozen > 0 {
+			from = t.positions([]int{t.frozen})[0]
+		}
 	}
 	for ci := int(from >> 32); ci < len(t.chunks); ci++ {
 		c, off := t.chunks[ci], 0
@@ -613,11 +750,13 @@ func (t *memTable) stretchIndex(idx []entry) bool {
 }
 
 // stretches returns the stretches in key order that the records were added in (see breaks), up
-// to frozen when set, in a heap, least first, for a merge (cursor.refill).
+// to frozen when set, in a heap, least first, for a merge (cursor.refill): those with records
+// left past their holes.
 func (t *memTable) stretches() []*stretch {
 	starts := append(append(make([]int, 0, len(t.breaks)+1), 0), t.breaks...)
 	pos := t.positions(starts)
-	all, heap := make([]stretch, len(starts)), make([]*stretch, len(starts))
+	all, heap := make([]stretch, len(starts)), make([]*stretch, 0, len(starts))
+	holes := t.holes
 	for i, start := range starts {
 		end := t.n
 		if t.outOfOrder {
@@ -626,8 +765,15 @@ func (t *memTable) stretches() []*stretch {
 		if i+1 < len(starts) {
 			end = starts[i+1]
 		}
-		all[i] = stretch{t: t, start: start, at: start, end: end, pos: pos[i]}
-		heap[i] = &all[i]
+		k := 0
+		for k < len(holes) && holes[k].i < end {
+			k++
+		}
+		all[i] = stretch{t: t, start: start, at: start, end: end, pos: pos[i], holes: holes[:k]}
+		holes = holes[k:]
+		if all[i].skipHoles(); all[i].at < end {
+			heap = append(heap, &all[i])
+		}
 	}
 	for i := len(heap)/2 - 1; i >= 0; i-- {
 		siftStretch(heap, i)
@@ -645,7 +791,29 @@ type stretch struct {
 	start   int    // its first record's ordinal: equal keys of an earlier stretch go first
 	at, end int    // ordinals: the next record, and one past the last
 	pos     uint64 // the next record's position (entry.pos)
+	holes   []hole // its records held apart past at, which the merge skips
 }
+
+// limit is the ordinal where the records that lie together from at on end: the next hole's, or end.
+func (s *stretch) limit() int {
+	if len(s.holes) > 0 {
+		return s.holes[0].i
+	}
+	return s.end
+}
+
+// skipHoles passes the holes at at, if any.
+func (s *stretch) skipHoles() {
+	for len(s.holes) > 0 && s.holes[0].i == s.at {
+		h := s.holes[0].pos
+		s.pos = s.t.skip(h, recordSize(s.t.record(entry{pos: h})))
+		s.at++
+		s.holes = s.holes[1:]
+	}
+}
+
+// left is how many records s has left to merge.
+func (s *stretch) left() int { return s.end - s.at - len(s.holes) }
 
 func (s *stretch) key() []byte { return keyOf(s.t.record(entry{pos: s.pos})) }
 
@@ -663,14 +831,15 @@ func (s *stretch) before(key []byte, next *stretch) bool {
 	return c < 0 || c == 0 && s.start < next.start
 }
 
-// block is how many of s's records from at on go before next's next record (at least one: s
-// comes first in the merge), and the position of the record after them (meaningless when they
-// are the last). Records of one size (size) are found by a galloping search over ordinals, others
-// by a walk.
+// block is how many of s's records from at on, up to its limit, go before next's next record (at
+// least one: s comes first in the merge), and the position of the record after them (meaningless
+// when they are the last). Records of one size (size) are found by a galloping search over
+// ordinals, others by a walk.
 func (s *stretch) block(next *stretch, size int) (int, uint64) {
+	end := s.limit()
 	if size == 0 {
 		n, pos := 1, s.t.skip(s.pos, recordSize(s.t.record(entry{pos: s.pos})))
-		for ; s.at+n < s.end; n++ {
+		for ; s.at+n < end; n++ {
 			rec := s.t.record(entry{pos: pos})
 			if !s.before(keyOf(rec), next) {
 				break
@@ -683,10 +852,10 @@ func (s *stretch) block(next *stretch, size int) (int, uint64) {
 		return s.before(keyOf(s.t.record(entry{pos: s.t.positionOf(s.at+n, size)})), next)
 	}
 	lo, hi := 1, 2 // records lo-1 goes first; hi is the first to try
-	for s.at+hi < s.end && goes(hi) {
+	for s.at+hi < end && goes(hi) {
 		lo, hi = hi+1, 2*hi
 	}
-	hi = min(hi, s.end-s.at) // the answer is in [lo, hi]
+	hi = min(hi, end-s.at) // the answer is in [lo, hi]
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if goes(mid) {
@@ -695,7 +864,10 @@ func (s *stretch) block(next *stretch, size int) (int, uint64) {
 			hi = mid
 		}
 	}
-	if s.at+lo == s.end {
+	if s.at+lo == end {
+		if len(s.holes) > 0 {
+			return lo, s.holes[0].pos
+		}
 		return lo, 0
 	}
 	return lo, s.t.positionOf(s.at+lo, size)

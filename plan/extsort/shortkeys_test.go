@@ -93,7 +93,7 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 			layout, ok := mt.shortKeys(&w)
 			require.True(t, ok, "the case must take the short-key path")
 			assert.Equal(t, tc.keyBytes, layout.keyBytes)
-			idx, err := mt.sortedIndex()
+			idx, err := mt.sortedIndex(false)
 			require.NoError(t, err)
 			got := make([]rec, len(idx))
 			for i, e := range idx {
