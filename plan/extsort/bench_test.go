@@ -106,25 +106,32 @@ func BenchmarkSortNarrow(b *testing.B) {
 		cases[i].name = "stretches/" + cases[i].name
 	}
 	benchSorts(b, records, inOrder, cases)
-	// The same stretches with 3 rows in 100 of a null key, first in the order, among them: the
-	// first task of a sort by a nullable key gets every null (rows out of line, held apart).
-	i = 0
-	withNulls := benchBatches(records, func(dst []byte) []byte {
-		q := records / 4
-		k := uint64(((3-i/q)*q+i%q)/4 + 1)
-		i++
-		binary.LittleEndian.PutUint64(value[8:], k)
-		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
-		key := sqlLongKey(nil, k, false)
-		if r.IntN(100) < 3 {
-			key = append([]byte{0}, make([]byte, 8)...)
-		}
-		return AppendRecord(dst, key, value)
-	})
+	// The same stretches with 3 rows in 100 of a null key among them: the first task of a sort by
+	// a nullable key, nulls first, gets every null (rows out of line, held apart); the last task,
+	// nulls last, where they are spikes.
+	withNulls := func(flag byte) [][]byte {
+		i := 0
+		return benchBatches(records, func(dst []byte) []byte {
+			q := records / 4
+			k := uint64(((3-i/q)*q+i%q)/4 + 1)
+			i++
+			binary.LittleEndian.PutUint64(value[8:], k)
+			binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
+			key := sqlLongKey(nil, k, false)
+			if r.IntN(100) < 3 {
+				key = append([]byte{flag}, make([]byte, 8)...)
+			}
+			return AppendRecord(dst, key, value)
+		})
+	}
 	for i := range cases {
 		cases[i].name = strings.Replace(cases[i].name, "stretches/", "stretches+nulls/", 1)
 	}
-	benchSorts(b, records, withNulls, cases)
+	benchSorts(b, records, withNulls(0), cases)
+	for i := range cases {
+		cases[i].name = strings.Replace(cases[i].name, "stretches+nulls/", "stretches+nullslast/", 1)
+	}
+	benchSorts(b, records, withNulls(2), cases[1:])
 }
 
 // BenchmarkSortStrings sorts 1M records shaped like Spark SQL's string sort,

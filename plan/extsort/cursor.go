@@ -3,6 +3,7 @@ package extsort
 import (
 	"bytes"
 	"math"
+	"sort"
 )
 
 // cursor reads a memTable's records in key order, stable: through its sorted index
@@ -125,11 +126,16 @@ func (c *cursor) own() ([]byte, uint64) {
 // and passes them: nil when the next record alone is larger than max, or none is left. Only
 // when merging stretches (idx is nil).
 func (c *cursor) span(max int) []byte {
-	if c.rest != nil { // a record at a time
-		if rec := c.least(); len(rec) <= max {
-			return c.take(rec)
+	if c.rest != nil {
+		rec := c.least()
+		if len(rec) > max {
+			return nil
 		}
-		return nil
+		if len(c.a) > 0 && &rec[0] == &c.a[0] { // with those of its block that go before b
+			rec = rec[:len(rec)+c.following(rec, max-len(rec))]
+		}
+		c.take(rec)
+		return rec
 	}
 	if c.left == 0 && !c.refill() {
 		return nil
@@ -156,6 +162,40 @@ func (c *cursor) span(max int) []byte {
 	c.left -= k
 	c.pos = c.t.skip(uint64(ci)<<32|uint64(off), end-off)
 	return ch[off:end]
+}
+
+// following passes the records of the current block that lie right after rec, the stretches'
+// record that least returned, and go before b, rest's next (nulls last, or events that came late,
+// keep rest to the end of the merge), as many as room bytes hold, and returns their bytes.
+// Records of one size are found by a binary search, others by a walk.
+func (c *cursor) following(rec []byte, room int) int {
+	if c.left == 0 || c.pos != c.aPos+uint64(len(rec)) { // the block's next record is elsewhere
+		return 0
+	}
+	ci, off := c.pos>>32, int(uint32(c.pos))
+	ch, bKey := c.t.chunks[ci], keyOf(c.b)
+	goes := func(at int) bool {
+		k := bytes.Compare(keyOf(ch[at:]), bKey)
+		return k < 0 || k == 0 && ci<<32|uint64(at) < c.bPos
+	}
+	end, k := off, 0
+	if c.size > 0 {
+		n := min(c.left, (len(ch)-off)/c.size, room/c.size)
+		k = sort.Search(n, func(j int) bool { return !goes(off + j*c.size) })
+		end += k * c.size
+	} else {
+		for k < c.left && end < len(ch) {
+			l := recordSize(ch[end:])
+			if end+l-off > room || !goes(end) {
+				break
+			}
+			end += l
+			k++
+		}
+	}
+	c.left -= k
+	c.pos = c.t.skip(c.pos, end-off)
+	return end - off
 }
 
 // done reports whether every record was passed, when merging stretches.

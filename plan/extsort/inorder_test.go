@@ -117,8 +117,8 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 		{"by blocks, records of several sizes", slices.Concat(keyRange(0, 1_000), keyRange(2_000, 3_000), keyRange(1_000, 2_000), keyRange(3_000, 4_000)), 1, true, true},
 		{"two stretches, one record each in turn", slices.Concat(evenOdd(0, 6_000), evenOdd(1, 6_000)), 1, false, false},
 		{"8-byte keys, two stretches", [][]byte{be(5), be(6), be(6), be(1), be(2)}, 1, true, false},
-		{"16-byte keys, a break in the last byte", [][]byte{be(1, 5), be(2, 1), be(2, 2), be(2, 0), be(2, 0), be(2, 1)}, 1, true, false},
-		{"16-byte keys, a break in the first word", [][]byte{be(1, 5), be(1, 9), be(2, 0), be(1, 7), be(1, 8)}, 1, true, false},
+		{"16-byte keys, a break in the last byte", [][]byte{be(2, 1), be(2, 2), be(2, 0), be(2, 0), be(2, 1)}, 1, true, false},
+		{"16-byte keys, a break in the first word", [][]byte{be(1, 9), be(2, 0), be(1, 7), be(1, 8)}, 1, true, false},
 		{"stretches over the same keys, ties between them", slices.Concat(keyRange(0, 3_000), keyRange(1_000, 4_000), keyRange(2_000, 5_000)), 2, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +216,7 @@ func TestStretchesAcrossSplitOlder(t *testing.T) {
 	breaks := len(mt.breaks)
 	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 10_000, false), make([]byte, 24)))
 	assert.Len(t, mt.breaks, breaks, "a key past the last one held")
-	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 9_998, false), make([]byte, 24)))
+	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 9_000, false), make([]byte, 24)))
 	mt.settle()
 	assert.Len(t, mt.breaks, breaks+1, "compared with the last record held")
 }
@@ -481,8 +481,8 @@ func outOfLine(sorted []rec, k int, apart func(part []rec, j int) []byte, runs b
 func nullKey(flag byte) []byte { return append([]byte{flag}, make([]byte, 8)...) }
 
 // A row out of line with its stretch does not end it: a null key first in the order among rows
-// stored by the key (alone or a few in a row), a row that came late, or a null key last in the
-// order (a spike), is held apart and counts an entry, and the stretches count none past
+// stored by the key, a row that came late, or a null key last in the order (a spike), alone or a
+// few in a row, is held apart and counts an entry, and the stretches count none past
 // indexedFirst; the rows come out sorted and stable (ties with older and younger rows in
 // stretches), through buffers that cut blocks anywhere, with no more memory mapped than counted.
 // Fewer rows than indexedFirst are sorted with their holes by one index.
@@ -500,7 +500,7 @@ func TestRowsOutOfLineAreHeldApart(t *testing.T) {
 		{"nulls first, one stretch, then nulls alone", indexedFirst + 15_000, 1, nullFirst, true, false, 2_000},
 		{"nulls first, three stretches, rows of many sizes", indexedFirst + 15_000, 3, nullFirst, true, true, 0},
 		{"rows that came late", indexedFirst + 15_000, 2, late, true, false, 0},
-		{"nulls last, spikes", indexedFirst + 15_000, 2, func([]rec, int) []byte { return nullKey(2) }, false, false, 0},
+		{"nulls last, spikes alone and a few in a row", indexedFirst + 15_000, 2, func([]rec, int) []byte { return nullKey(2) }, true, false, 0},
 		{"nulls first, fewer than indexedFirst, then nulls alone", 20_000, 2, nullFirst, true, false, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -574,5 +574,58 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 			})
 			assertSorted(t, recs, got)
 		})
+	}
+}
+
+// Adding records never adds more to the memory counted than growth foresaw (an index entry a
+// record, and the chunk it may need), whatever their order: rows held apart, their limit reached
+// by a spike, stretches started, and order lost before indexedFirst and past it; one by one, and
+// by runs.
+func TestAddGrowsMemoryAsForeseen(t *testing.T) {
+	nullFirst := func([]rec, int) []byte { return nullKey(0) }
+	withNulls, _ := outOfLine(reference(narrowRows(indexedFirst+20_000, false)), 3, nullFirst, true, 1_000)
+	var spikes []rec // in order past indexedFirst, then every other row a null last: too many holes
+	for i := range 180_000 {
+		key := sqlLongKey(nil, uint64(i), false)
+		if i > 100_000 && i%2 == 1 {
+			key = nullKey(2)
+		}
+		spikes = append(spikes, rec{key: key, val: make([]byte, 16)})
+	}
+	lost, _ := orderLostLate(5_000)
+	for name, recs := range map[string][]rec{
+		"keys in no order":           randomRecords(3, 20_000, 9, 24),
+		"stretches with nulls first": withNulls,
+		"spikes until too many":      spikes,
+		"order lost late":            lost,
+	} {
+		for _, byRuns := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/byRuns=%v", name, byRuns), func(t *testing.T) {
+				mt := &memTable{chunkSize: 1 << 20}
+				t.Cleanup(mt.reset)
+				batch := encode(recs)
+				uniform, err := validate(batch)
+				require.NoError(t, err)
+				for off := 0; off < len(batch); {
+					before := mt.memory()
+					if byRuns {
+						if taken, records := mt.addRun(batch[off:], before+1000*entrySize, uniform); taken > 0 {
+							require.LessOrEqual(t, mt.memory()-before, int64(records)*entrySize, "a run of %d records at byte %d", records, off)
+							off += taken
+							continue
+						}
+					}
+					size := recordSize(batch[off:])
+					foreseen := mt.growth(size)
+					require.NoError(t, mt.add(batch[off:off+size]))
+					require.LessOrEqual(t, mt.memory()-before, foreseen, "the record at byte %d", off)
+					off += size
+				}
+				if name == "spikes until too many" {
+					assert.True(t, mt.outOfOrder)
+					assert.Greater(t, mt.frozen, indexedFirst)
+				}
+			})
+		}
 	}
 }

@@ -74,18 +74,18 @@ type memTable struct {
 	//
 	// A record out of line with its stretch does not end it: one below the stretch's last key
 	// that the records after it resume past (a null key, first in the order, among rows stored by
-	// the key; an event that came late), or one above that the record after it falls back under
-	// (a spike), is held apart (holes): it counts an entry, is indexed and merged with the
-	// stretches as the frozen records are. Records below the last key wait (pending) until one
-	// resumes past it, which makes them holes, or until maxPending of them, or the end of the
-	// records, make the first of them a stretch's start.
+	// the key; an event that came late), or a few above the stretch that the record after them
+	// falls back under (spikes: null keys last in the order), is held apart (holes): it counts an
+	// entry, is indexed and merged with the stretches as the frozen records are. A record below
+	// the last key, and under the records kept in recent, waits (pending) until one resumes past
+	// the last key, which makes the records waiting holes, or until maxPending of them, or the
+	// end of the records, make the first of them a stretch's start.
 	breaks     []int
 	holes      []hole // ascending
 	pending    []hole
 	outOfOrder bool
-	lastKey    []byte // the stretch's last key, the record lastAt's
-	prevKey    []byte // the stretch's key before lastKey (nil at its start): a record at or past it makes lastAt a spike
-	lastAt     hole
+	lastKey    []byte // the stretch's last key
+	recent     []hole // the stretch's last records since its start or last hole, oldest first: the spikes' and those under them
 	frozen     int
 }
 
@@ -95,8 +95,9 @@ type hole struct {
 	pos uint64
 }
 
-// maxPending is how many records below a stretch's last key may wait to be told holes: a few
-// nulls in a row, or a few events that came late together; that many make a stretch.
+// maxPending is how many records below a stretch's last key may wait to be told holes (a few
+// nulls in a row, or a few events that came late together; that many make a stretch), and how
+// many spikes in a row may be.
 const maxPending = 8
 
 // maxBreaks bounds the stretches noted: enough for a task that reads the output of about a
@@ -147,7 +148,7 @@ func (t *memTable) indexed(n int) int {
 // stopOrder puts the table out of order from the record of ordinal i on: past indexedFirst, the
 // records before it stay as they are, in their stretches and holes (frozen).
 func (t *memTable) stopOrder(i int) {
-	t.outOfOrder, t.lastKey, t.prevKey, t.pending = true, nil, nil, nil
+	t.outOfOrder, t.lastKey, t.recent, t.pending = true, nil, nil, nil
 	if i > indexedFirst {
 		t.frozen = i
 	} else {
@@ -274,36 +275,30 @@ func (t *memTable) checkOrder(recs []byte, size, first int) {
 		if !t.see(at(0, first), key(0)) {
 			return
 		}
-		hi, lo := words(0)  // the last key in order, when nothing is pending
-		cur, prev := -1, -1 // its record's offset, and the one's before, in recs; -1: t's are current
+		hi, lo := words(0)      // the last key in order, when nothing is pending
+		since := size           // recs from since on, in order up to here, are not in t.recent yet
+		seen := func(end int) { // brings t's last keys up to the record before end
+			if since < end {
+				for off := max(since, end-(maxPending+1)*size); off < end; off += size {
+					t.pushRecent(at(off, first+off/size))
+				}
+				t.lastKey = key(end - size)
+			}
+			since = end + size
+		}
 		for off, i := size, first+1; off < len(recs); off, i = off+size, i+1 {
 			h, l := words(off)
 			if len(t.pending) == 0 && (h > hi || h == hi && l >= lo) {
-				hi, lo, cur, prev = h, l, off, cur
+				hi, lo = h, l
 				continue
 			}
-			if cur >= 0 { // bring t's last keys up to here
-				if prev >= 0 {
-					t.prevKey = key(prev)
-				} else {
-					t.prevKey = t.lastKey
-				}
-				t.lastKey, t.lastAt = key(cur), at(cur, first+cur/size)
-				cur, prev = -1, -1
-			}
+			seen(off)
 			if !t.see(at(off, i), key(off)) {
 				return
 			}
 			hi, lo = h, l // see leaves nothing pending only with this record the last key
 		}
-		if cur >= 0 {
-			if prev >= 0 {
-				t.prevKey = key(prev)
-			} else {
-				t.prevKey = t.lastKey
-			}
-			t.lastKey, t.lastAt = key(cur), at(cur, first+cur/size)
-		}
+		seen(len(recs))
 		return
 	}
 	for off, i := 0, first; off < len(recs); i++ {
@@ -318,36 +313,65 @@ func (t *memTable) checkOrder(recs []byte, size, first int) {
 	}
 }
 
-// see checks the order of one record just added, r, of key key, against the stretch's last keys,
-// and reports false when that put the table out of order.
+// see checks the order of one record just added, r, of key key, against the stretch's last
+// records, and reports false when that put the table out of order.
 func (t *memTable) see(r hole, key []byte) bool {
-	switch {
-	case t.lastKey == nil || bytes.Compare(t.lastKey, key) <= 0: // in order: what waited is apart
+	if t.lastKey == nil || bytes.Compare(t.lastKey, key) <= 0 { // in order: what waited is apart
 		if len(t.pending) > 0 {
+			// Holes first, then the check: stopped, they are r's elders, frozen with the stretches.
 			t.holes = append(t.holes, t.pending...)
-			t.pending = t.pending[:0]
-			if !t.fewApart(r.i) {
+			t.pending, t.recent = t.pending[:0], t.recent[:0]
+			if !t.fewApart(0, r.i) {
 				return false
 			}
 		}
-		t.prevKey, t.lastKey, t.lastAt = t.lastKey, key, r
+		t.lastKey = key
+		t.pushRecent(r)
 		return true
-	case len(t.pending) == 0 && t.prevKey != nil && bytes.Compare(t.prevKey, key) <= 0: // lastAt a spike
-		t.holes = append(t.holes, t.lastAt)
-		t.lastKey, t.lastAt = key, r
-		return t.fewApart(r.i)
-	case len(t.pending) < maxPending:
+	}
+	if len(t.pending) == 0 {
+		if j := t.spikes(key); j > 0 {
+			// The check first: stopped, the spikes stay in their stretch, and only r counts an
+			// entry more.
+			if !t.fewApart(j, r.i) {
+				return false
+			}
+			t.holes = append(t.holes, t.recent[len(t.recent)-j:]...)
+			t.recent, t.lastKey = append(t.recent[:0], r), key
+			return true
+		}
+	}
+	if len(t.pending) < maxPending {
 		t.pending = append(t.pending, r)
 		return true
 	}
 	return t.startStretch() && t.see(r, key)
 }
 
-// fewApart reports whether the holes are few among the records up to the one of ordinal i: at
-// most a sixteenth of them, and a few. Keys in no order make many, which would only delay their
-// sort; past that the table is put out of order from i on (stopOrder).
-func (t *memTable) fewApart(i int) bool {
-	if len(t.holes) <= 64+i/16 {
+// pushRecent notes r, a record in order, in recent, which keeps the last maxPending+1 at least.
+func (t *memTable) pushRecent(r hole) {
+	if len(t.recent) == 2*(maxPending+1) {
+		t.recent = t.recent[:copy(t.recent, t.recent[maxPending+1:])]
+	}
+	t.recent = append(t.recent, r)
+}
+
+// spikes is how many of the stretch's last records are above key, a key below the last: at most
+// maxPending, with a record of the stretch under them at or below key; else 0.
+func (t *memTable) spikes(key []byte) int {
+	for j := len(t.recent) - 2; j >= 0 && len(t.recent)-1-j <= maxPending; j-- {
+		if bytes.Compare(keyOf(t.record(entry{pos: t.recent[j].pos})), key) <= 0 {
+			return len(t.recent) - 1 - j
+		}
+	}
+	return 0
+}
+
+// fewApart reports whether the holes, and more of them, are few among the records up to the one
+// of ordinal i: at most a sixteenth of them, and a few. Keys in no order make many, which would
+// only delay their sort; past that the table is put out of order from i on (stopOrder).
+func (t *memTable) fewApart(more, i int) bool {
+	if len(t.holes)+more <= 64+i/16 {
 		return true
 	}
 	t.stopOrder(i)
@@ -364,7 +388,7 @@ func (t *memTable) startStretch() bool {
 	if !t.breakAt(p[0].i) {
 		return false
 	}
-	t.prevKey, t.lastKey, t.lastAt = nil, keyOf(t.record(entry{pos: p[0].pos})), p[0]
+	t.lastKey, t.recent = keyOf(t.record(entry{pos: p[0].pos})), append(t.recent[:0], p[0])
 	for _, r := range p[1:] {
 		if !t.see(r, keyOf(t.record(entry{pos: r.pos}))) {
 			return false
@@ -557,9 +581,8 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	n := t.starts[k] // the records of chunks[:k]
 	old = *t
 	old.chunks, old.starts = slices.Clone(t.chunks[:k]), slices.Clone(t.starts[:k])
-	old.spare, old.index, old.indexMem, old.lastKey, old.prevKey = nil, nil, nil, nil, nil // old takes no more records
+	old.spare, old.index, old.indexMem, old.lastKey, old.recent = nil, nil, nil, nil, nil // old takes no more records
 	old.n, old.arena = n, arena
-	t.prevKey = nil // its record may be old's: a spike is the last record's only
 	// Each side's stretches and holes are the whole's, cut at n: the records left start a stretch.
 	cut, _ := slices.BinarySearch(t.breaks, n)
 	old.breaks = slices.Clone(t.breaks[:cut])
@@ -578,7 +601,13 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 		t.holes[i].i -= n
 		t.holes[i].pos -= uint64(k) << 32
 	}
-	t.lastAt.i, t.lastAt.pos = t.lastAt.i-n, t.lastAt.pos-uint64(k)<<32
+	recent := t.recent[:0] // the records left's: the last one's at least (see settle)
+	for _, r := range t.recent {
+		if r.i >= n {
+			recent = append(recent, hole{i: r.i - n, pos: r.pos - uint64(k)<<32})
+		}
+	}
+	t.recent = recent
 	if t.frozen > 0 { // out of order from frozen on: the older records are all in stretches, or hold them all
 		if n <= t.frozen {
 			old.outOfOrder, old.frozen = false, 0
@@ -609,7 +638,10 @@ func (t *memTable) rejoin(old *memTable) {
 		t.holes[i].i += old.n
 		t.holes[i].pos += uint64(len(old.chunks)) << 32
 	}
-	t.lastAt.i, t.lastAt.pos = t.lastAt.i+old.n, t.lastAt.pos+uint64(len(old.chunks))<<32
+	for i := range t.recent {
+		t.recent[i].i += old.n
+		t.recent[i].pos += uint64(len(old.chunks)) << 32
+	}
 	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
 	switch {
 	case old.outOfOrder: // so were t's records: the records in stretches, if any, were all old's
