@@ -446,10 +446,10 @@ func TestRealENOSPCRunOfStretchesIsWrittenAgain(t *testing.T) {
 
 // outOfLine is sorted cut in k stretches, the last first (cutInStretches), with rows out of line
 // among each stretch's, of the key that apart gives for the row j of a stretch: one after every
-// 50th row, and with runs, three after every 1000th; never among a stretch's last rows. tail
-// rows of a null key first in the order follow (a shuffle block of nulls alone). It returns the
+// 50th row, and with runs, three after every 1000th; never among a stretch's last rows. The keys
+// of tail follow, in a stretch of their own (a shuffle block of nulls alone, say). It returns the
 // rows, and how many are out of line.
-func outOfLine(sorted []rec, k int, apart func(part []rec, j int) []byte, runs bool, tail int) (recs []rec, out int) {
+func outOfLine(sorted []rec, k int, apart func(part []rec, j int) []byte, runs bool, tail []rec) (recs []rec, out int) {
 	row := func(key []byte) rec {
 		return rec{key: key, val: binary.LittleEndian.AppendUint64(make([]byte, 8), uint64(len(recs)))}
 	}
@@ -471,10 +471,28 @@ func outOfLine(sorted []rec, k int, apart func(part []rec, j int) []byte, runs b
 			}
 		}
 	}
-	for range tail {
-		recs = append(recs, row(nullKey(0)))
+	for _, r := range tail {
+		recs = append(recs, row(r.key))
 	}
 	return recs, out
+}
+
+// keysBelow is rows of the long keys from 0 below n, step apart, in order.
+func keysBelow(n, step int) []rec {
+	var recs []rec
+	for k := 0; k < n; k += step {
+		recs = append(recs, rec{key: sqlLongKey(nil, uint64(k), false), val: make([]byte, 16)})
+	}
+	return recs
+}
+
+// nulls is n rows of a null key first in the order.
+func nulls(n int) []rec {
+	recs := make([]rec, n)
+	for i := range recs {
+		recs[i].key = nullKey(0)
+	}
+	return recs
 }
 
 // nullKey is a null key as SQL encodes it, first in the order with flag 0, last with flag 2.
@@ -489,22 +507,36 @@ func nullKey(flag byte) []byte { return append([]byte{flag}, make([]byte, 8)...)
 func TestRowsOutOfLineAreHeldApart(t *testing.T) {
 	nullFirst := func([]rec, int) []byte { return nullKey(0) }
 	late := func(part []rec, j int) []byte { return part[j-25].key } // below, and the ties of older rows
+	lateBetween := func(part []rec, j int) []byte {                  // below, between two keys of its stretch
+		k := slices.Clone(part[j-25].key)
+		k[len(k)-1]++
+		return k
+	}
 	for _, tc := range []struct {
 		name  string
 		n, k  int
 		apart func([]rec, int) []byte
 		runs  bool
 		odd   bool
-		tail  int
+		tail  func(sorted []rec) []rec
 	}{
-		{"nulls first, one stretch, then nulls alone", indexedFirst + 15_000, 1, nullFirst, true, false, 2_000},
-		{"nulls first, three stretches, rows of many sizes", indexedFirst + 15_000, 3, nullFirst, true, true, 0},
-		{"rows that came late", indexedFirst + 15_000, 2, late, true, false, 0},
-		{"nulls last, spikes alone and a few in a row", indexedFirst + 15_000, 2, func([]rec, int) []byte { return nullKey(2) }, true, false, 0},
-		{"nulls first, fewer than indexedFirst, then nulls alone", 20_000, 2, nullFirst, true, false, 100},
+		{"nulls first, one stretch, then nulls alone", indexedFirst + 15_000, 1, nullFirst, true, false, func([]rec) []rec { return nulls(2_000) }},
+		{"nulls first, three stretches, rows of many sizes", indexedFirst + 15_000, 3, nullFirst, true, true, nil},
+		{"rows that came late, then a stretch of their keys", indexedFirst + 15_000, 2, late, true, false, func(sorted []rec) []rec { return sorted }},
+		{"rows that came late between keys, then a stretch of every key", 0, 2, lateBetween, true, false, func([]rec) []rec { return keysBelow(2*(indexedFirst+15_000), 1) }},
+		{"nulls last, spikes alone and a few in a row", indexedFirst + 15_000, 2, func([]rec, int) []byte { return nullKey(2) }, true, false, nil},
+		{"nulls first, fewer than indexedFirst, then nulls alone", 20_000, 2, nullFirst, true, false, func([]rec) []rec { return nulls(100) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, out := outOfLine(reference(narrowRows(tc.n, tc.odd)), tc.k, tc.apart, tc.runs, tc.tail)
+			sorted := keysBelow(2*(indexedFirst+15_000), 2)
+			if tc.n > 0 {
+				sorted = reference(narrowRows(tc.n, tc.odd))
+			}
+			var tail []rec
+			if tc.tail != nil {
+				tail = tc.tail(sorted)
+			}
+			recs, out := outOfLine(sorted, tc.k, tc.apart, tc.runs, tail)
 			m, _ := newManager(t, 1<<30, nil)
 			mappedBefore := offheap.Mapped()
 			s := newSorter(t, m, 64<<20)
@@ -512,7 +544,7 @@ func TestRowsOutOfLineAreHeldApart(t *testing.T) {
 			require.Zero(t, s.Stats().Runs)
 			require.False(t, s.mem.outOfOrder)
 			s.mem.settle()
-			assert.Len(t, s.mem.breaks, tc.k-1+min(tc.tail, 1))
+			assert.Len(t, s.mem.breaks, tc.k-1+min(len(tail), 1))
 			assert.Len(t, s.mem.holes, out, "every row out of line held apart")
 			indexed := min(len(recs), indexedFirst+out)
 			assert.Equal(t, s.mem.arena+int64(indexed)*entrySize+s.mem.spillCost, s.MemoryUsed(),
@@ -531,8 +563,8 @@ func TestRowsOutOfLineAreHeldApart(t *testing.T) {
 // and whole runs, a spill that fails on a full disk and leaves them as they were, the final
 // merge's reads of the rows left in memory, and Spark's spill in the middle of that merge.
 func TestRowsHeldApartThroughSpills(t *testing.T) {
-	nulls := func(n, k int) []rec {
-		recs, _ := outOfLine(reference(narrowRows(n, false)), k, func([]rec, int) []byte { return nullKey(0) }, true, 500)
+	withNulls := func(n, k int) []rec {
+		recs, _ := outOfLine(reference(narrowRows(n, false)), k, func([]rec, int) []byte { return nullKey(0) }, true, nulls(500))
 		return recs
 	}
 	for _, fails := range []bool{false, true} {
@@ -544,7 +576,7 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 			m := managerOver(t, root)
 			mappedBefore := offheap.Mapped()
 			s := newSorter(t, m, 5<<20)
-			recs := nulls(indexedFirst+20_000, 3)
+			recs := withNulls(indexedFirst+20_000, 3)
 			if fails {
 				addAll(t, s, recs, 1<<20) // within the budget: nothing spills until asked
 				holes, held := slices.Clone(s.mem.holes), s.MemoryUsed()
@@ -555,7 +587,7 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 				assertSorted(t, recs, drainEach(t, s, 4096, func() { checkMemory(t, s, mappedBefore, "reading") }))
 				return
 			}
-			first := nulls(150_000, 4) // ~5 MB: a run of the older half
+			first := withNulls(150_000, 4) // ~5 MB: a run of the older half
 			addAll(t, s, first, 1<<20)
 			_, err := s.Spill()
 			require.NoError(t, err)
@@ -583,7 +615,7 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 // by runs.
 func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 	nullFirst := func([]rec, int) []byte { return nullKey(0) }
-	withNulls, _ := outOfLine(reference(narrowRows(indexedFirst+20_000, false)), 3, nullFirst, true, 1_000)
+	withNulls, _ := outOfLine(reference(narrowRows(indexedFirst+20_000, false)), 3, nullFirst, true, nulls(1_000))
 	var spikes []rec // in order past indexedFirst, then every other row a null last: too many holes
 	for i := range 180_000 {
 		key := sqlLongKey(nil, uint64(i), false)
