@@ -302,28 +302,36 @@ func TestRecordsInStretchesThroughSpills(t *testing.T) {
 			m, _ := newManager(t, 1<<30, nil)
 			mappedBefore := offheap.Mapped()
 			s := newSorter(t, m, 5<<20)
-			recs := inStretches(150_000, 4, odd) // ~5 MB: a run of the older half
-			addAll(t, s, recs, 1<<20)
-			_, err := s.Spill()
-			require.NoError(t, err)
-			more := inStretches(indexedFirst+20_000, 3, odd) // then held to the final merge
-			addAll(t, s, more, 1<<20)
-			recs = append(recs, more...)
-			require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
-			require.Greater(t, s.mem.n, indexedFirst)
-			require.False(t, s.mem.outOfOrder)
-			nexts := 0
-			got := drainEach(t, s, 4096, func() {
-				if nexts++; nexts == 100 {
-					_, err := s.Spill() // the records left in memory, from the current one on
-					require.NoError(t, err)
-				}
-				checkMemory(t, s, mappedBefore, "merging")
+			throughSpills(t, s, mappedBefore, inStretches(150_000, 4, odd), inStretches(indexedFirst+20_000, 3, odd), func() {
+				require.False(t, s.mem.outOfOrder)
 			})
-			assert.Zero(t, s.Stats().MergePasses-1)
-			assertSorted(t, recs, got)
 		})
 	}
+}
+
+// throughSpills adds first (~5 MB for a 5 MiB budget: a run of the older half) and spills, then
+// adds more, held to the final merge, and checks held; then it reads every record back with a
+// spill of those left in memory (Spark's, from the current one on) at the 100th Next, and
+// asserts them sorted, with no more mapped since mappedBefore than counted.
+func throughSpills(t *testing.T, s *Sorter, mappedBefore int64, first, more []rec, held func()) {
+	t.Helper()
+	addAll(t, s, first, 1<<20)
+	_, err := s.Spill()
+	require.NoError(t, err)
+	addAll(t, s, more, 1<<20)
+	require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
+	require.Greater(t, s.mem.n, indexedFirst)
+	held()
+	nexts := 0
+	got := drainEach(t, s, 4096, func() {
+		if nexts++; nexts == 100 {
+			_, err := s.Spill()
+			require.NoError(t, err)
+		}
+		checkMemory(t, s, mappedBefore, "merging")
+	})
+	assert.Zero(t, s.Stats().MergePasses-1)
+	assertSorted(t, slices.Concat(first, more), got)
 }
 
 // orderLostLate is records in maxBreaks+1 stretches of 60 ascending keys, each below the one
@@ -587,24 +595,7 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 				assertSorted(t, recs, drainEach(t, s, 4096, func() { checkMemory(t, s, mappedBefore, "reading") }))
 				return
 			}
-			first := withNulls(150_000, 4) // ~5 MB: a run of the older half
-			addAll(t, s, first, 1<<20)
-			_, err := s.Spill()
-			require.NoError(t, err)
-			addAll(t, s, recs, 1<<20) // then held to the final merge
-			recs = append(first, recs...)
-			require.GreaterOrEqual(t, s.Stats().Runs, int64(2))
-			require.Greater(t, s.mem.n, indexedFirst)
-			require.NotEmpty(t, s.mem.holes)
-			nexts := 0
-			got := drainEach(t, s, 4096, func() {
-				if nexts++; nexts == 100 {
-					_, err := s.Spill() // the rows left in memory, from the current one on
-					require.NoError(t, err)
-				}
-				checkMemory(t, s, mappedBefore, "merging")
-			})
-			assertSorted(t, recs, got)
+			throughSpills(t, s, mappedBefore, withNulls(150_000, 4), recs, func() { require.NotEmpty(t, s.mem.holes) })
 		})
 	}
 }
