@@ -132,6 +132,23 @@ func BenchmarkSortNarrow(b *testing.B) {
 		cases[i].name = strings.Replace(cases[i].name, "stretches+nulls/", "stretches+nullslast/", 1)
 	}
 	benchSorts(b, records, withNulls(2), cases[1:])
+	// Half the rows in key order, then half in no order: the order lost past indexedFirst rows,
+	// the first half frozen in its stretch and the second indexed.
+	i = 0
+	orderLost := benchBatches(records, func(dst []byte) []byte {
+		k := uint64(i + 1)
+		if i >= records/2 {
+			k = uint64(r.IntN(records) + 1)
+		}
+		i++
+		binary.LittleEndian.PutUint64(value[8:], k)
+		binary.LittleEndian.PutUint64(value[16:], uint64(100*(1+r.IntN(50))))
+		return AppendRecord(dst, sqlLongKey(nil, k, false), value)
+	})
+	for i := range cases {
+		cases[i].name = strings.Replace(cases[i].name, "stretches+nullslast/", "order-lost-late/", 1)
+	}
+	benchSorts(b, records, orderLost, cases[2:])
 }
 
 // BenchmarkSortStrings sorts 1M records shaped like Spark SQL's string sort,

@@ -722,7 +722,7 @@ func (t *memTable) sortedIndex(lazy bool) ([]entry, error) {
 		return t.index, nil
 	}
 	w := t.window()
-	if !lazy && t.sortShortKeys(&w, mem) {
+	if t.sortShortKeys(&w, mem, lazy) {
 		return t.index, nil
 	}
 	t.index = t.index[:0]

@@ -29,9 +29,9 @@ type shortKeyLayout struct {
 // shortKeys reports whether every record's key and place fit in one word with nothing lost:
 // keys of one length whose bytes that vary all lie in the window (the window then reaches past
 // the keys' end, so equal window bytes mean equal keys), and enough bits below them for the
-// record's chunk and offset.
-func (t *memTable) shortKeys(w *window) (shortKeyLayout, bool) {
-	if t.n < shortKeyMinRecords || t.minKey != t.maxKey {
+// record's chunk and offset; and n, the records to sort, at least shortKeyMinRecords.
+func (t *memTable) shortKeys(w *window, n int) (shortKeyLayout, bool) {
+	if n < shortKeyMinRecords || t.minKey != t.maxKey {
 		return shortKeyLayout{}, false
 	}
 	m := 0
@@ -52,9 +52,10 @@ func (t *memTable) shortKeys(w *window) (shortKeyLayout, bool) {
 	return l, true
 }
 
-// sortShortKeys sorts the records by key, stably, into mem (t.n entries) when their keys are
+// sortShortKeys sorts the records by key, stably, into mem (an entry each) when their keys are
 // short (shortKeys): a single integer, date or decimal key, say, whose values differ in a few low
-// bytes. It reports false, having written nothing, when they are not.
+// bytes. With lazy it sorts only those sortedIndex(lazy) indexes: the holes, then the records
+// from frozen on. It reports false, having written nothing, when they are not.
 //
 // Each record becomes one word, its key's bytes above its place in the arena, and the words are
 // radix sorted by the key's bits that vary alone, each pass a count and a stable scatter, so
@@ -69,16 +70,16 @@ func (t *memTable) shortKeys(w *window) (shortKeyLayout, bool) {
 // took 42% less time on a join key and 62% less on a key of few values; digits of 11 bits took
 // 15% off the join key's again; the top digit first took 20% off the key of few values, and 18%
 // off a day-time interval key's 2 M records (BenchmarkSortedIndex).
-func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
-	layout, ok := t.shortKeys(w)
+func (t *memTable) sortShortKeys(w *window, mem []byte, lazy bool) bool {
+	n := len(mem) / int(entrySize)
+	layout, ok := t.shortKeys(w, n)
 	if !ok {
 		return false
 	}
-	n := t.n
 	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), 2*n)
 	src, dst := words[:n], words[n:]
 	keyShift := uint(8 * (8 - layout.keyBytes)) // where the key's bytes start; 64 when none vary
-	varying := t.shortKeyWords(w, layout, src)
+	varying := t.shortKeyWords(w, layout, src, lazy)
 	low, span := uint(0), uint(0)
 	if varying != 0 {
 		low = uint(bits.TrailingZeros64(varying))
@@ -121,9 +122,30 @@ func (t *memTable) sortShortKeys(w *window, mem []byte) bool {
 }
 
 // shortKeyWords writes each record's word (see sortShortKeys) into words, in insertion order, and
-// returns the key bits that differ from the first key's, in the low bits.
-func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (varying uint64) {
+// returns the key bits that differ from the first key's, in the low bits. With lazy, the records
+// are the holes, then those from frozen on.
+func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64, lazy bool) (varying uint64) {
 	keyShift := uint(8 * (8 - l.keyBytes))
+	from, i := uint64(0), 0 // the first record in a row: frozen's with lazy; and the next word
+	first := w.keyBytes(keyOf(t.chunks[0]), l.keyBytes)
+	if lazy {
+		for _, h := range t.holes {
+			k := w.keyBytes(keyOf(t.record(entry{pos: h.pos})), l.keyBytes)
+			words[i] = k<<keyShift | h.pos>>32<<l.offsetBits | uint64(uint32(h.pos))
+			varying |= k ^ first
+			i++
+		}
+		from = uint64(len(t.chunks)) << 32
+		if t.frozen > 0 {
+			from = t.positions([]int{t.frozen})[0]
+		}
+	}
+	start := func(ci int) int { // where a chunk's records in a row start
+		if ci == int(from>>32) {
+			return int(uint32(from))
+		}
+		return 0
+	}
 	// Records of one size (a SQL sort's fixed-width rows) are a stride apart: no header read to
 	// find the next record (a dependent load a record).
 	size := t.recordSize()
@@ -131,11 +153,9 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (v
 		// And the key bytes are one load, the 8 bytes that end where they end.
 		at := headerSize + end - 8
 		keyMask := uint64(1)<<(8*uint(l.keyBytes)) - 1
-		first := binary.BigEndian.Uint64(t.chunks[0][at:]) & keyMask
-		i := 0
-		for ci, c := range t.chunks {
-			place := uint64(ci) << l.offsetBits
-			for off := 0; off+size <= len(c); off += size {
+		for ci := int(from >> 32); ci < len(t.chunks); ci++ {
+			c, place := t.chunks[ci], uint64(ci)<<l.offsetBits
+			for off := start(ci); off+size <= len(c); off += size {
 				k := binary.BigEndian.Uint64(c[off+at:]) & keyMask
 				words[i] = k<<keyShift | place | uint64(off)
 				varying |= k ^ first
@@ -144,12 +164,11 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64) (v
 		}
 		return varying
 	}
-	first := w.keyBytes(keyOf(t.chunks[0]), l.keyBytes)
-	i := 0
-	for ci, c := range t.chunks {
-		place := uint64(ci) << l.offsetBits
-		ahead := 0
-		for off := 0; off < len(c); {
+	for ci := int(from >> 32); ci < len(t.chunks); ci++ {
+		c, place := t.chunks[ci], uint64(ci)<<l.offsetBits
+		off := start(ci)
+		ahead := off
+		for off < len(c) {
 			if size == 0 { // records of many sizes: a stride apart, their loads would not wait on each other
 				ahead = prefetchWalk(c, ahead, off)
 			}

@@ -90,7 +90,7 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 				require.NoError(t, mt.add(AppendRecord(nil, rc.key, rc.val)))
 			}
 			w := mt.window()
-			layout, ok := mt.shortKeys(&w)
+			layout, ok := mt.shortKeys(&w, mt.n)
 			require.True(t, ok, "the case must take the short-key path")
 			assert.Equal(t, tc.keyBytes, layout.keyBytes)
 			idx, err := mt.sortedIndex(false)
@@ -133,7 +133,7 @@ func TestShortKeysOnlyWhereAWordHoldsTheOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mt := tableOf(t, tc.keys)
 			w := mt.window()
-			_, ok := mt.shortKeys(&w)
+			_, ok := mt.shortKeys(&w, mt.n)
 			assert.Equal(t, tc.fits, ok)
 		})
 	}
