@@ -11,8 +11,9 @@ import (
 // as it goes, a block at a time, with no index (none is counted for them: memTable.indexed). A
 // block is records of one stretch that lie together in memory, so they are copied out or written
 // whole (span). The records held apart from the stretches (holes), and those of a table frozen
-// when its order broke, are read by their index (rest), and merged with the stretches a record
-// at a time while any is left.
+// when its order broke, are read by their index (rest), and merged with the stretches while any
+// is left: rest's a record at a time, the stretches' with the records of their block that go
+// before rest's next (following).
 type cursor struct {
 	t    *memTable
 	idx  []entry // the sorted index; nil when merging stretches
