@@ -141,53 +141,31 @@ func (c *cursor) span(max int) []byte {
 	if c.left == 0 && !c.refill() {
 		return nil
 	}
-	ci, off := int(c.pos>>32), int(uint32(c.pos))
-	ch := c.t.chunks[ci]
-	end, k := off, 0
-	if c.size > 0 {
-		k = min(c.left, (len(ch)-off)/c.size, max/c.size)
-		end += k * c.size
-	} else {
-		for k < c.left && end < len(ch) {
-			l := recordSize(ch[end:])
-			if end+l-off > max {
-				break
-			}
-			end += l
-			k++
-		}
-	}
-	if k == 0 {
+	ch, off := c.t.chunks[c.pos>>32], int(uint32(c.pos))
+	n := c.pass(max, nil)
+	if n == 0 {
 		return nil
 	}
-	c.left -= k
-	c.pos = c.t.skip(uint64(ci)<<32|uint64(off), end-off)
-	return ch[off:end]
+	return ch[off : off+n]
 }
 
-// following passes the records of the current block that lie right after rec, the stretches'
-// record that least returned, and go before b, rest's next (nulls last, or events that came late,
-// keep rest to the end of the merge), as many as room bytes hold, and returns their bytes.
-// Records of one size are found by a binary search, others by a walk.
-func (c *cursor) following(rec []byte, room int) int {
-	if c.left == 0 || c.pos != c.aPos+uint64(len(rec)) { // the block's next record is elsewhere
-		return 0
-	}
-	ci, off := c.pos>>32, int(uint32(c.pos))
-	ch, bKey := c.t.chunks[ci], keyOf(c.b)
-	goes := func(at int) bool {
-		k := bytes.Compare(keyOf(ch[at:]), bKey)
-		return k < 0 || k == 0 && ci<<32|uint64(at) < c.bPos
-	}
+// pass passes the current block's next records that lie together in its chunk, as many as room
+// bytes hold, and with goes, those it reports true of (by their offset in the chunk; true, then
+// false along the block), and returns their bytes. Records of one size are found by a binary
+// search, others by a walk.
+func (c *cursor) pass(room int, goes func(at int) bool) int {
+	ch, off := c.t.chunks[c.pos>>32], int(uint32(c.pos))
 	end, k := off, 0
 	if c.size > 0 {
-		n := min(c.left, (len(ch)-off)/c.size, room/c.size)
-		k = sort.Search(n, func(j int) bool { return !goes(off + j*c.size) })
+		k = min(c.left, (len(ch)-off)/c.size, room/c.size)
+		if goes != nil {
+			k = sort.Search(k, func(j int) bool { return !goes(off + j*c.size) })
+		}
 		end += k * c.size
 	} else {
 		for k < c.left && end < len(ch) {
 			l := recordSize(ch[end:])
-			if end+l-off > room || !goes(end) {
+			if end+l-off > room || goes != nil && !goes(end) {
 				break
 			}
 			end += l
@@ -197,6 +175,21 @@ func (c *cursor) following(rec []byte, room int) int {
 	c.left -= k
 	c.pos = c.t.skip(c.pos, end-off)
 	return end - off
+}
+
+// following passes the records of the current block that lie right after rec, the stretches'
+// record that least returned, and go before b, rest's next (nulls last, or events that came late,
+// keep rest to the end of the merge), as many as room bytes hold, and returns their bytes.
+func (c *cursor) following(rec []byte, room int) int {
+	if c.left == 0 || c.pos != c.aPos+uint64(len(rec)) { // the block's next record is elsewhere
+		return 0
+	}
+	ci := c.pos >> 32
+	ch, bKey := c.t.chunks[ci], keyOf(c.b)
+	return c.pass(room, func(at int) bool {
+		k := bytes.Compare(keyOf(ch[at:]), bKey)
+		return k < 0 || k == 0 && ci<<32|uint64(at) < c.bPos
+	})
 }
 
 // done reports whether every record was passed, when merging stretches.

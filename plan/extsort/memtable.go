@@ -597,17 +597,9 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 	cut, _ = slices.BinarySearchFunc(t.holes, n, func(h hole, n int) int { return cmp.Compare(h.i, n) })
 	old.holes = slices.Clone(t.holes[:cut])
 	t.holes = slices.Clone(t.holes[cut:])
-	for i := range t.holes {
-		t.holes[i].i -= n
-		t.holes[i].pos -= uint64(k) << 32
-	}
-	recent := t.recent[:0] // the records left's: the last one's at least (see settle)
-	for _, r := range t.recent {
-		if r.i >= n {
-			recent = append(recent, hole{i: r.i - n, pos: r.pos - uint64(k)<<32})
-		}
-	}
-	t.recent = recent
+	t.recent = slices.DeleteFunc(t.recent, func(r hole) bool { return r.i < n }) // the last record's stays (see settle)
+	shiftHoles(t.holes, -n, -k)
+	shiftHoles(t.recent, -n, -k)
 	if t.frozen > 0 { // out of order from frozen on: the older records are all in stretches, or hold them all
 		if n <= t.frozen {
 			old.outOfOrder, old.frozen = false, 0
@@ -634,14 +626,8 @@ func (t *memTable) rejoin(old *memTable) {
 	for i := range t.starts {
 		t.starts[i] += old.n
 	}
-	for i := range t.holes {
-		t.holes[i].i += old.n
-		t.holes[i].pos += uint64(len(old.chunks)) << 32
-	}
-	for i := range t.recent {
-		t.recent[i].i += old.n
-		t.recent[i].pos += uint64(len(old.chunks)) << 32
-	}
+	shiftHoles(t.holes, old.n, len(old.chunks))
+	shiftHoles(t.recent, old.n, len(old.chunks))
 	t.chunks, t.starts = append(old.chunks, t.chunks...), append(old.starts, t.starts...)
 	switch {
 	case old.outOfOrder: // so were t's records: the records in stretches, if any, were all old's
@@ -667,6 +653,15 @@ func (t *memTable) rejoin(old *memTable) {
 	t.n += old.n
 	t.arena += old.arena
 	*old = memTable{}
+}
+
+// shiftHoles moves hs by records ordinals and chunks chunks (back when negative), as splitOlder
+// and rejoin move the records.
+func shiftHoles(hs []hole, records, chunks int) {
+	for i := range hs {
+		hs[i].i += records
+		hs[i].pos += uint64(chunks) << 32
+	}
 }
 
 // adoptSpares takes old's spare chunks (old emptied by reuse) as spares of its own.
@@ -740,10 +735,7 @@ func (t *memTable) sortedIndex(lazy bool) ([]entry, error) {
 		for _, h := range t.holes {
 			idx = append(idx, entry{prefix: w.prefix(keyOf(t.record(entry{pos: h.pos}))) | uint64(len(idx))&ordinals, pos: h.pos})
 		}
-		from = uint64(len(t.chunks)) << 32
-		if t.frozen > 0 {
-			from = t.positions([]int{t.frozen})[0]
-		}
+		from = t.lazyStart()
 	}
 	for ci := int(from >> 32); ci < len(t.chunks); ci++ {
 		c, off := t.chunks[ci], 0
@@ -757,6 +749,15 @@ func (t *memTable) sortedIndex(lazy bool) ([]entry, error) {
 	}
 	t.sortEntries(idx, w.end)
 	return idx, nil
+}
+
+// lazyStart is where the records that a lazy index holds in a row, past the holes, start
+// (entry.pos): at frozen, or past the last record when none is frozen.
+func (t *memTable) lazyStart() uint64 {
+	if t.frozen == 0 {
+		return uint64(len(t.chunks)) << 32
+	}
+	return t.positions([]int{t.frozen})[0]
 }
 
 // stretchIndex fills idx with the records in key order, stable, by merging the stretches in key

@@ -135,10 +135,7 @@ func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64, la
 			varying |= k ^ first
 			i++
 		}
-		from = uint64(len(t.chunks)) << 32
-		if t.frozen > 0 {
-			from = t.positions([]int{t.frozen})[0]
-		}
+		from = t.lazyStart()
 	}
 	start := func(ci int) int { // where a chunk's records in a row start
 		if ci == int(from>>32) {
