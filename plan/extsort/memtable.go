@@ -567,6 +567,9 @@ func (t *memTable) splitOlder() (old memTable, ok bool) {
 		return memTable{}, false
 	}
 	t.settle()
+	// An index of the whole (left by a whole spill that failed) indexes neither part, and the part
+	// left counts fewer entries than it holds.
+	t.freeIndex()
 	used := 0
 	for _, c := range t.chunks {
 		used += len(c)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/spillway/spillway/plan/offheap"
 	"github.com/spillway/spillway/spill"
 	"github.com/spillway/spillway/spill/errorfs"
 	"github.com/spillway/spillway/spill/faultenv"
@@ -126,4 +127,25 @@ func TestRunIsWrittenAgainAtMostOncePerDir(t *testing.T) {
 	require.NoError(t, m.Close())
 	assert.Empty(t, planDirs(t, a))
 	assert.Empty(t, planDirs(t, b))
+}
+
+// A whole spill that fails on a full disk leaves the records in memory, and the index it sorted
+// them with is given back: the older half's spill that follows (once the disk has room) splits
+// the table, and the half left counts fewer entries than that index held.
+func TestRealENOSPCWholeSpillThenOlderHalfHoldsNoMoreThanCounted(t *testing.T) {
+	root := faultenv.Tmpfs(t, "size=2m")
+	m := managerOver(t, root)
+	mappedBefore := offheap.Mapped()
+	s := newSorter(t, m, 16<<20)
+	recs := randomRecords(29, 12_000, 16, 512) // about 3 MiB: too much for the disk, half of it is not
+	require.NoError(t, s.Add(encode(recs)))
+	_, err := s.Spill()
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	checkMemory(t, s, mappedBefore, "after the failed spill")
+	time.Sleep(spill.FullRootRecheck) // the disk back in the rotation
+	_, err = s.SpillToRefill()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), s.Stats().Runs)
+	checkMemory(t, s, mappedBefore, "after the older half's spill")
+	assertSorted(t, recs, drainEach(t, s, 64<<10, func() { checkMemory(t, s, mappedBefore, "reading") }))
 }
