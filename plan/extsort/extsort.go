@@ -82,8 +82,9 @@
 // plus a 16-byte index entry per record (the in-memory sort needs no more: an in-place radix
 // sort on the entries' prefixes, or, for short keys, a radix sort of one word a record that
 // takes the index's two halves in turn) but for records held in stretches in key order past the
-// first 65,536 (see Order), which need none (a record held apart from its stretch counts one),
-// plus, once merging, what each open run's reader holds
+// first 65,536 (see Order), which need none (a record held apart from its stretch counts one, so
+// a record that falls back under up to 8 of a stretch's last records, spikes, brings their
+// entries too: AddGrowthBound foresees them), plus, once merging, what each open run's reader holds
 // (its chunk buffers and a record buffer) and, during an intermediate merge pass, the chunk
 // buffers of the run it writes. While records are held it also counts S, the WriterMemory of the
 // run a spill of them would write (shuffled, at most): the writer exists only while a spill runs,
@@ -378,15 +379,16 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 }
 
 // AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
-// MemoryUsed: one index entry per record when the batch fits in the room the last arena chunk
-// has left; else also the bytes and one arena chunk partly filled; and, when no records are held,
-// the spill writer's reservation they bring (AddGrowthBound(0, 0) is that reservation alone). A
-// caller that accounts for
-// the sort's memory elsewhere (Spark's task memory) reserves this first.
+// MemoryUsed: one index entry per record, and up to maxPending more for records held that the
+// batch's may make holes (memTable.spikeEntries), when the batch fits in the room the last arena
+// chunk has left; else also the bytes and one arena chunk partly filled; and, when no records are
+// held, the spill writer's reservation they bring (AddGrowthBound(0, 0) is that reservation
+// alone). A caller that accounts for the sort's memory elsewhere (Spark's task memory) reserves
+// this first.
 func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	entries := entrySize*int64(records) + s.mem.spillCost - s.mem.spillReserve()
+	entries := entrySize*int64(records+s.mem.spikeEntries()) + s.mem.spillCost - s.mem.spillReserve()
 	if s.mem.room() >= length || s.mem.spareFits(length) {
 		return entries
 	}

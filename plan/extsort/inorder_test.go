@@ -601,9 +601,10 @@ func TestRowsHeldApartThroughSpills(t *testing.T) {
 }
 
 // Adding records never adds more to the memory counted than growth foresaw (an index entry a
-// record, and the chunk it may need), whatever their order: rows held apart, their limit reached
-// by a spike, stretches started, and order lost before indexedFirst and past it; one by one, and
-// by runs.
+// record, those of the spikes it may make holes, and the chunk it may need), and a run never
+// passes its limit, whatever their order: rows held apart, their limit reached by a spike, spikes
+// of eight added before the row that makes them holes, stretches started, and order lost before
+// indexedFirst and past it; one by one, and by runs.
 func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 	nullFirst := func([]rec, int) []byte { return nullKey(0) }
 	withNulls, _ := outOfLine(reference(narrowRows(indexedFirst+20_000, false)), 3, nullFirst, true, nulls(1_000))
@@ -615,11 +616,20 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 		}
 		spikes = append(spikes, rec{key: key, val: make([]byte, 16)})
 	}
+	var spikesOfEight []rec // in order past indexedFirst, then maxPending rows above, then one between, again and again
+	for i := range indexedFirst + 100*(maxPending+1) {
+		key := uint64(10 * i)
+		if j := i - indexedFirst; j >= 0 && j%(maxPending+1) < maxPending {
+			key = 1 << 40
+		}
+		spikesOfEight = append(spikesOfEight, rec{key: sqlLongKey(nil, key, false), val: make([]byte, 16)})
+	}
 	lost, _ := orderLostLate(5_000)
 	for name, recs := range map[string][]rec{
 		"keys in no order":           randomRecords(3, 20_000, 9, 24),
 		"stretches with nulls first": withNulls,
 		"spikes until too many":      spikes,
+		"spikes of eight":            spikesOfEight,
 		"order lost late":            lost,
 	} {
 		for _, byRuns := range []bool{false, true} {
@@ -630,10 +640,11 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 				uniform, err := validate(batch)
 				require.NoError(t, err)
 				for off := 0; off < len(batch); {
-					before := mt.memory()
+					before, spikes := mt.memory(), mt.spikeEntries()
 					if byRuns {
 						if taken, records := mt.addRun(batch[off:], before+1000*entrySize, uniform); taken > 0 {
-							require.LessOrEqual(t, mt.memory()-before, int64(records)*entrySize, "a run of %d records at byte %d", records, off)
+							require.LessOrEqual(t, mt.memory()-before, int64(records+spikes)*entrySize, "a run of %d records at byte %d", records, off)
+							require.LessOrEqual(t, mt.memory(), before+1000*entrySize, "a run of %d records at byte %d", records, off)
 							off += taken
 							continue
 						}
@@ -651,4 +662,34 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 			})
 		}
 	}
+}
+
+// Rows in order past indexedFirst count no entry; maxPending of them added by earlier batches,
+// above the stretch, become holes when a row falls back under them: the add of that one row grows
+// the count by their entries too, and AddGrowthBound, what the JVM asks Spark for before the add,
+// foresees it, as a run's limit does.
+func TestSpikesOfEarlierAddsAreForeseen(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 256<<20)
+	var recs []rec
+	for i := range indexedFirst + 100 {
+		recs = append(recs, rec{key: sqlLongKey(nil, uint64(10*i), false), val: make([]byte, 8)})
+	}
+	addAll(t, s, recs, 64<<10)
+	last := uint64(10 * (indexedFirst + 99))
+	for j := range maxPending {
+		require.NoError(t, s.Add(AppendRecord(nil, sqlLongKey(nil, last+1000+uint64(j), false), make([]byte, 8))))
+	}
+	batch := AppendRecord(nil, sqlLongKey(nil, last+1, false), make([]byte, 8))
+	// A run with room for one entry left takes no record: it might make the spikes holes.
+	limit := s.mem.memory() + entrySize
+	taken, _ := s.mem.addRun(batch, limit, len(batch))
+	assert.Zero(t, taken)
+	assert.LessOrEqual(t, s.mem.memory(), limit)
+	bound := s.AddGrowthBound(len(batch), 1)
+	before := s.MemoryUsed()
+	require.NoError(t, s.Add(batch))
+	require.Len(t, s.mem.holes, maxPending)
+	assert.Equal(t, int64(maxPending)*entrySize, s.MemoryUsed()-before, "the spikes' entries (the row, in its stretch, counts none)")
+	assert.LessOrEqual(t, s.MemoryUsed()-before, bound)
 }

@@ -164,13 +164,27 @@ func (t *memTable) spillReserve() int64 {
 	return t.spillCost
 }
 
-// growth is the memory that adding a record of size bytes would add.
+// growth is at most the memory that adding a record of size bytes adds: its entry, the spikes'
+// it may make holes, and a chunk if it does not fit.
 func (t *memTable) growth(size int) int64 {
 	first := t.spillCost - t.spillReserve() // the first record brings its spill's writer
+	entries := int64(1+t.spikeEntries()) * entrySize
 	if last := len(t.chunks) - 1; last >= 0 && cap(t.chunks[last])-len(t.chunks[last]) >= size || t.spareFits(size) {
-		return first + entrySize
+		return first + entries
 	}
-	return first + entrySize + int64(offheap.Size(max(t.newChunkSize(), size)))
+	return first + entries + int64(offheap.Size(max(t.newChunkSize(), size)))
+}
+
+// spikeEntries is how many entries the records held may come to count when more are added:
+// records in stretches past indexedFirst count none, and up to maxPending of them, a stretch's
+// last, become holes, an entry each, when a record falls back under them (spikes). Records added
+// together count at most an entry each in all, spikes among them or not.
+func (t *memTable) spikeEntries() int {
+	if t.outOfOrder {
+		return 0
+	}
+	apart := len(t.holes) + len(t.pending)
+	return min(maxPending, max(0, t.n-apart-indexedFirst))
 }
 
 // spareFits reports whether a spare chunk holds size bytes: records of that many bytes in all,
@@ -224,7 +238,7 @@ func (t *memTable) addRun(recs []byte, limit int64, uniform int) (taken, records
 		return 0, 0
 	}
 	room := cap(t.chunks[last]) - len(t.chunks[last])
-	entries := (limit - t.memory()) / entrySize // the records the budget has room for
+	entries := (limit-t.memory())/entrySize - int64(t.spikeEntries()) // the records the budget has room for
 	if uniform > 0 {
 		records = int(min(int64(room/uniform), int64(len(recs)/uniform), max(entries, 0)))
 		taken = records * uniform
