@@ -70,8 +70,14 @@ var testPipelined bool
 
 func newSorter(t testing.TB, m *spill.Manager, budget int64) *Sorter {
 	t.Helper()
+	return newSorterWith(t, m, budget, Options{PipelinedRuns: testPipelined})
+}
+
+// newSorterWith is newSorter with opts.
+func newSorterWith(t testing.TB, m *spill.Manager, budget int64, opts Options) *Sorter {
+	t.Helper()
 	mapped := offheap.Mapped()
-	s, err := NewWith(m, budget, Options{PipelinedRuns: testPipelined})
+	s, err := NewWith(m, budget, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = s.Close()

@@ -155,12 +155,7 @@ func TestOrderShapesAtRandom(t *testing.T) {
 				require.NoError(t, err)
 			}
 			mappedBefore := offheap.Mapped()
-			sorter, err := NewWith(m, budget, Options{PipelinedRuns: pipelined})
-			require.NoError(t, err)
-			t.Cleanup(func() {
-				_ = sorter.Close()
-				require.Equal(t, mappedBefore, offheap.Mapped(), "memory mapped by the sort and not given back at Close")
-			})
+			sorter := newSorterWith(t, m, budget, Options{PipelinedRuns: pipelined})
 			var batch []byte
 			inBatch := 0
 			for i, rc := range recs {
