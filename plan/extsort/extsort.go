@@ -380,8 +380,8 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 
 // AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
 // MemoryUsed: one index entry per record, and up to maxPending more for records held that the
-// batch's may make holes (memTable.spikeEntries), when the batch fits in the room the last arena
-// chunk has left; else also the bytes and one arena chunk partly filled; and, when no records are
+// batch's records may make holes (memTable.spikeEntries), when the batch fits in the room the
+// last arena chunk has left; else also the bytes and one arena chunk partly filled; and, when no records are
 // held, the spill writer's reservation they bring (AddGrowthBound(0, 0) is that reservation
 // alone). A caller that accounts for the sort's memory elsewhere (Spark's task memory) reserves
 // this first.

@@ -616,7 +616,8 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 		}
 		spikes = append(spikes, rec{key: key, val: make([]byte, 16)})
 	}
-	var spikesOfEight []rec // in order past indexedFirst, then maxPending rows above, then one between, again and again
+	// In order past indexedFirst, then maxPending rows above, then one between, again and again.
+	var spikesOfEight []rec
 	for i := range indexedFirst + 100*(maxPending+1) {
 		key := uint64(10 * i)
 		if j := i - indexedFirst; j >= 0 && j%(maxPending+1) < maxPending {

@@ -164,8 +164,8 @@ func (t *memTable) spillReserve() int64 {
 	return t.spillCost
 }
 
-// growth is at most the memory that adding a record of size bytes adds: its entry, the spikes'
-// it may make holes, and a chunk if it does not fit.
+// growth is at most the memory that adding a record of size bytes adds: its entry, those of the
+// spikes it may make holes, and a chunk if it does not fit.
 func (t *memTable) growth(size int) int64 {
 	first := t.spillCost - t.spillReserve() // the first record brings its spill's writer
 	entries := int64(1+t.spikeEntries()) * entrySize

@@ -130,8 +130,8 @@ func TestRunIsWrittenAgainAtMostOncePerDir(t *testing.T) {
 }
 
 // A whole spill that fails on a full disk leaves the records in memory, and the index it sorted
-// them with is given back: the older half's spill that follows (once the disk has room) splits
-// the table, and the half left counts fewer entries than that index held.
+// them with mapped, counted; the older half's spill that follows (once the disk has room) splits
+// the table and gives that index back: the half left counts fewer entries than it held.
 func TestRealENOSPCWholeSpillThenOlderHalfHoldsNoMoreThanCounted(t *testing.T) {
 	root := faultenv.Tmpfs(t, "size=2m")
 	m := managerOver(t, root)
