@@ -439,8 +439,7 @@ private[spillway] object NativeSortSession {
     if (task == null) {
       throw new IllegalStateException("a native sort must run on a Spark task's thread (TaskContext.get() is null)")
     }
-    start(task, TaskSpill.plan(), budget(task), SpillwayConf.sortPipelinedRuns(task, SparkEnv.get.conf), sqlMetrics,
-      beforeOutputIsReused)
+    start(task, TaskSpill.plan(), budget(task), sqlMetrics, beforeOutputIsReused)
   }
 
   private def budget(task: TaskContext): Long = {
@@ -451,9 +450,9 @@ private[spillway] object NativeSortSession {
   }
 
   /** A session of `memoryBudget` bytes in `plan` (the task's), closed by the task's completion listener at the latest. */
-  private def start(task: TaskContext, plan: SpillPlan, memoryBudget: Long, pipelinedRuns: Boolean,
-      sqlMetrics: Option[SqlMetrics], beforeOutputIsReused: () => Unit): NativeSortSession = {
-    val handle = plan.createSort(memoryBudget, pipelinedRuns)
+  private def start(task: TaskContext, plan: SpillPlan, memoryBudget: Long, sqlMetrics: Option[SqlMetrics],
+      beforeOutputIsReused: () => Unit): NativeSortSession = {
+    val handle = plan.createSort(memoryBudget)
     val session =
       try new NativeSortSession(task, SparkInternals.taskMemoryManager(task), plan, handle, memoryBudget, sqlMetrics,
         beforeOutputIsReused)

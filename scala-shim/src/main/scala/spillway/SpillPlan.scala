@@ -54,11 +54,10 @@ final class SpillPlan private (
    * sort too.
    *
    * @param memoryBudget most bytes of records the sort holds in memory (positive)
-   * @param pipelinedRuns whether runs are written pipelined (NativeSpill.createSortWith)
    * @throws IllegalStateException if the plan is closed
    */
-  private[spillway] def createSort(memoryBudget: Long, pipelinedRuns: Boolean): Long =
-    withOpenPlan(() => NativeSpill.createSortWith(handle, memoryBudget, pipelinedRuns))
+  private[spillway] def createSort(memoryBudget: Long): Long =
+    withOpenPlan(() => NativeSpill.createSort(handle, memoryBudget))
 
   /** Bytes on disk in the plan's live files (compressed and framed): what its limit counts. */
   def usedDiskSpace: Long = withOpenPlan(() => NativeSpill.usedDiskSpace(handle))

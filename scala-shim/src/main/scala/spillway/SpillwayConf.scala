@@ -134,14 +134,8 @@ object SpillwayConf {
    */
   val SqlSortLogFallbacksKey: String = "spark.spillway.sql.sort.logFallbacks"
 
-  /**
-   * Whether a native sort writes its runs pipelined, compressing and sealing them on threads of
-   * their own while it goes on (NativeSpill.createSortWith); false by default. Read when a sort starts.
-   */
-  val SortPipelinedRunsKey: String = "spark.spillway.sort.pipelinedRuns"
-
   /** The switches, true or false. */
-  private val BooleanKeys = Seq(SqlSortEnabledKey, SqlSortLogFallbacksKey, SortPipelinedRunsKey)
+  private val BooleanKeys = Seq(SqlSortEnabledKey, SqlSortLogFallbacksKey)
 
   /** The error for a value of the switch `key` other than true or false (any case, spaces around), if it is one. */
   def booleanError(key: String, value: String): Option[String] =
@@ -182,26 +176,6 @@ object SpillwayConf {
       "and spills when Spark grants no more, asks for memory back, or the cap is reached; " +
       "'unlimited' (the default) sets no cap beyond Spark's grant. Read when a sort starts: the " +
       "session value (SQL/Dataset actions only) first, then the Spark conf.")
-
-  SparkInternals.registerSessionConf(SortPipelinedRunsKey,
-    "Whether a native sort writes its runs pipelined: while it gathers the next chunk of rows in " +
-      "key order, the chunks before it are compressed and sealed on threads of their own. Off by " +
-      "default: measured, it did not make a spilling SQL sort faster, even with a core to spare. " +
-      "Read when a sort starts: the session value (SQL/Dataset actions only) first, then the Spark " +
-      "conf.", "0.1.0", "false") { v =>
-    booleanError(SortPipelinedRunsKey, v).foreach(e => throw new IllegalArgumentException(e))
-  }
-
-  /**
-   * Whether a native sort started now in `task` writes its runs pipelined ([[SortPipelinedRunsKey]]).
-   *
-   * @throws IllegalArgumentException naming the key and the value as given if it is not true or false
-   */
-  def sortPipelinedRuns(task: TaskContext, conf: SparkConf): Boolean = {
-    val value = valueSet(SortPipelinedRunsKey, task, conf).getOrElse("false")
-    booleanError(SortPipelinedRunsKey, value).foreach(e => throw new IllegalArgumentException(e))
-    value.trim.equalsIgnoreCase("true")
-  }
 
   /** The limit for a plan created now in `task`; see [[read]]. */
   def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long = read(MaxTempDirectorySize, task, conf)

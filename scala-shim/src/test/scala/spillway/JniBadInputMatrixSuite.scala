@@ -115,7 +115,6 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("createTmpFile", PlanKind, h => NativeSpill.createTmpFile(h)),
     ("usedDiskSpace", PlanKind, h => NativeSpill.usedDiskSpace(h)),
     ("createSort", PlanKind, h => NativeSpill.createSort(h, 1 << 20)),
-    ("createSortWith", PlanKind, h => NativeSpill.createSortWith(h, 1 << 20, true)),
     ("releasePlan", PlanKind, h => NativeSpill.releasePlan(h)),
     ("path", FileKind, h => NativeSpill.path(h)),
     ("write", FileKind, h => NativeSpill.write(h, direct(fBytes), 0, 10)),
@@ -391,9 +390,6 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   test("createSort: zero and negative memory budgets") {
     for (budget <- Seq(0L, -1L, Long.MinValue)) {
       illegalArgument(s"createSort(budget $budget)")(NativeSpill.createSort(p, budget))
-      for (pipelined <- Seq(false, true)) {
-        illegalArgument(s"createSortWith(budget $budget, $pipelined)")(NativeSpill.createSortWith(p, budget, pipelined))
-      }
     }
   }
 

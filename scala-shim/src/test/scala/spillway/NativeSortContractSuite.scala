@@ -185,28 +185,6 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     } finally NativeSpill.releaseSort(sort)
   }
 
-  test("createSortWith pipelinedRuns: the run writer's three frames reserved, runs spilled and merged in order") {
-    val inline = NativeSpill.createSortWith(plan, 1 << 20, false)
-    val pipelined = NativeSpill.createSortWith(plan, 1 << 20, true)
-    val plain = NativeSpill.createSort(plan, 1 << 20)
-    try {
-      assert(NativeSpill.sortAddGrowthBound(inline, 0, 0) == NativeSpill.sortAddGrowthBound(plain, 0, 0),
-        "createSort is createSortWith(false)")
-      assert(NativeSpill.sortAddGrowthBound(pipelined, 0, 0) == 3 * NativeSpill.sortAddGrowthBound(inline, 0, 0))
-      val records = Seq.tabulate(40000)(i => b(f"key${i * 7919 % 40000}%08d") -> Array.fill[Byte](60)(2))
-      val encoded = batch(records: _*)
-      NativeSpill.sortAdd(pipelined, direct(encoded), 0, encoded.length)
-      val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
-      NativeSpill.sortStats(pipelined, stats)
-      assert(stats(NativeSpill.sortStatsIndex("runs")) > 1, "a 1 MiB budget spills 3 MB of records in runs")
-      val out = readAll(pipelined).map(_._1.map(_.toChar).mkString)
-      assert(out == Seq.tabulate(40000)(i => f"key$i%08d"))
-    } finally {
-      for (sort <- Seq(inline, pipelined, plain)) NativeSpill.releaseSort(sort)
-    }
-    intercept[IllegalArgumentException](NativeSpill.createSortWith(plan, 0, true))
-  }
-
   test("adding after the first sortNext is an IllegalStateException; a released sort refuses every call") {
     val sort = NativeSpill.createSort(plan, 1 << 20)
     val encoded = batch(b("k") -> b("v"))

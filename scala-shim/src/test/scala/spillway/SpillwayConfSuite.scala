@@ -85,26 +85,11 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
   }
 
   test("the switches: true or false, checked at the driver and known (no typo warning)") {
-    for (key <- Seq(SpillwayConf.SqlSortEnabledKey, SpillwayConf.SqlSortLogFallbacksKey, SpillwayConf.SortPipelinedRunsKey)) {
+    for (key <- Seq(SpillwayConf.SqlSortEnabledKey, SpillwayConf.SqlSortLogFallbacksKey)) {
       assert(SpillwayConf.validate(conf(key -> "false")).isEmpty)
       assert(SpillwayConf.validate(conf(key -> " TRUE ")).isEmpty)
       assert(rejected(key, "yes") == s"Invalid value 'yes' for $key: expected true or false")
     }
-  }
-
-  test("pipelined runs: true or false, off by default, checked at the driver and when set, read by the task") {
-    val key = SpillwayConf.SortPipelinedRunsKey
-    def read(props: (String, String)*): Boolean = withLocalProperties(props: _*) {
-      sc.parallelize(Seq(1), 1).map { _ =>
-        SpillwayConf.sortPipelinedRuns(org.apache.spark.TaskContext.get(), org.apache.spark.SparkEnv.get.conf)
-      }.collect().head
-    }
-    assert(!read(), "off by default")
-    assert(read(key -> " TRUE "), "a session value reaches the task")
-    val atTask = intercept[Exception](read(key -> "sometimes"))
-    assert(TestFiles.causeChain(atTask).exists(_.getMessage == s"Invalid value 'sometimes' for $key: expected true or false"), atTask)
-    val set = intercept[IllegalArgumentException](spark.conf.set(key, "auto"))
-    assert(TestFiles.causeChain(set).exists(_.getMessage.contains(s"Invalid value 'auto' for $key: expected true or false")), set)
   }
 
   test("a task reads unlimited as no limit, and the executor limit's default is unlimited") {

@@ -142,14 +142,6 @@ class SpillwaySortSqlSuite extends AnyFunSuite with LocalSpark with AdaptiveSpar
     assert(inMemory.metric("peakMemory") > 0)
   }
 
-  test("pipelined runs (spark.spillway.sort.pipelinedRuns=true): spills and merges inside the query, Spark's order") {
-    val keys = Seq("i", "str", "dec38")
-    val on = compare(keys, Budget -> "64k", SpillwayConf.SortPipelinedRunsKey -> "true")(
-      spark.sql("SELECT * FROM t ORDER BY i DESC, str, dec38 NULLS LAST"))
-    assert(on.metric("runsSpilled") > 0, "the native sort did not spill")
-    assert(on.metric("mergePasses") >= 1)
-  }
-
   test("task metrics: the native sort's spills count in the tasks' memory and disk bytes spilled") {
     val memorySpilled = new java.util.concurrent.atomic.AtomicLong
     val diskSpilled = new java.util.concurrent.atomic.AtomicLong
