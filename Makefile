@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name
 LIB_MAIN := ./cmd/libspillway
 LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean
 
 all: lib
 
@@ -81,7 +81,7 @@ publish-local: $(JAR_LIBS)
 demo: lib
 	$(SBT) demo/run
 
-test: test-go test-c test-datafusion test-jvm cluster-test pyspark-example
+test: test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest. The extsort package takes about 7 minutes
@@ -109,6 +109,12 @@ fuzz:
 # tmpfs, mounted for the run (as root) and removed on exit. See test/c/run.sh.
 test-c: lib
 	test/c/run.sh
+
+# The card's JNI contract from a client that declares spillway.NativeSpill itself, with the card's
+# methods only (no class of the shim), and loads the library with System.load, under -Xcheck:jni;
+# see test/contract/run.sh. A few seconds.
+test-contract: lib
+	test/contract/run.sh
 
 # The DataFusion crate (spillway-datafusion/): DataFusion's own SortExec and grouped aggregate
 # spilling through its TempFileFactory into build/libspillway.so. The cargo target dir is kept out

@@ -21,10 +21,10 @@ const loopClass = "spillway/jnitest/Loop"
 // Java-to-native calls: each op is one iteration of a Java loop (testdata's Loop) calling the
 // shim's NativeSpill, two calls into the library. floor is two empty calls
 // (NativeFloor.emptyCall, -tags spillway_testhooks); in is createPlanIn with registered dirs, the
-// executor's path; array is createPlan(String[], long), the same String[] every time, as a caller
-// without a registration passes it (after the first call, a hit of NativeSpill's DirListCache in
-// Java, then createPlanIn); array-equal is two arrays of equal content in distinct Strings,
-// alternately (hits by content: String.equals compares the chars). Compare them within one run:
+// executor's path; array is the card's createPlan(String[], long), the same String[] every time,
+// as a caller without a registration passes it (after the first call, a hit of the library's
+// cache of dir lists by content: the array is read, its paths not converted again); array-equal
+// is two arrays of equal content in distinct Strings, alternately. Compare them within one run:
 //
 //	go test -tags spillway_testhooks -run '^$' -bench JVMPlanLifecycle -count 6 ./jni/
 func BenchmarkJVMPlanLifecycle(b *testing.B) {

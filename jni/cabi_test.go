@@ -23,7 +23,7 @@ func TestJVMPlanIsAdoptedThroughTheCABI(t *testing.T) {
 	j.ok("configureFormat")
 	t.Cleanup(func() { require.NoError(t, registry.ConfigureFormat("none", 1, false, 128)) })
 
-	jvmPlan := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a), math.MaxInt64, math.MaxInt64)
+	jvmPlan := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), math.MaxInt64)
 	j.ok("createPlan")
 	require.NotZero(t, jvmPlan)
 	assert.Equal(t, []string{"a", "b"}, entries(t, base), "no dir before the first file")
@@ -86,7 +86,7 @@ func TestBothDoorsReadTheSameCounters(t *testing.T) {
 	j.ok("statsKinds")
 
 	_, a, _ := roots(t)
-	jvmPlan := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a), math.MaxInt64, math.MaxInt64)
+	jvmPlan := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), math.MaxInt64)
 	j.ok("createPlan")
 	live, err := capitest.StatValue("livePlans")
 	require.NoError(t, err)

@@ -1,8 +1,8 @@
 package jni
 
 import (
+	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,9 +13,9 @@ import (
 	"github.com/timob/jnigi"
 )
 
-// createPlanFromArray, the native path of NativeSpill.createPlan(String[]) (taken when its Java
-// side does not recognise the list), recognises a list it validated before by its content: these
-// tests check that what it recognises is always exactly what the array holds at the call.
+// NativeSpill.createPlan(String[]), the card's call, recognises a list it validated before by its
+// content: these tests check that what it recognises is always exactly what the array holds at
+// the call.
 
 // set stores a new String of s at arr[i] (in Java: testdata's Loop.set), as a caller mutating
 // its array between calls does.
@@ -36,15 +36,15 @@ func (j *jvm) newArray(elems ...string) *jnigi.ObjectRef {
 	return j.env.ToObjectArray(refs, "java/lang/String")
 }
 
-// createPlanDirs calls createPlanFromArray(arr) and returns the dirs of the plan it made (released), or
+// createPlanDirs calls createPlan(arr) and returns the dirs of the plan it made (released), or
 // the message of the IllegalArgumentException it threw (plan dirs nil).
 func (j *jvm) createPlanDirs(arr *jnigi.ObjectRef) (dirs []string, refused string) {
 	j.t.Helper()
-	h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 1<<20, math.MaxInt64)
+	h := Java_spillway_NativeSpill_createPlan(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 1<<20)
 	if h == 0 {
-		return nil, j.thrown("java.lang.IllegalArgumentException", "createPlanFromArray")
+		return nil, j.thrown("java.lang.IllegalArgumentException", "createPlan")
 	}
-	j.ok("createPlanFromArray")
+	j.ok("createPlan")
 	dirs, err := registry.PlanDirs(uint64(h))
 	require.NoError(j.t, err)
 	j.releasePlan(h)
@@ -68,8 +68,8 @@ func TestJVMCreatePlanHitIsInTheSameDirs(t *testing.T) {
 	assert.Equal(t, cached, registry.CachedDirSets(), "the hits remember nothing new")
 
 	// A hit's plan is a plan as any: its own limit, its dir made at its first file only.
-	h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 100, math.MaxInt64)
-	j.ok("createPlanFromArray")
+	h := Java_spillway_NativeSpill_createPlan(j.raw, 0, _Ctype_jobjectArray(arr.JObject()), 100)
+	j.ok("createPlan")
 	assert.Equal(t, []string{"a", "b"}, entries(t, base))
 	file := j.createTmpFile(h)
 	path := j.path(file)
@@ -143,19 +143,19 @@ func TestJVMCreatePlanBadInputNeverHits(t *testing.T) {
 	nul := j.stringArray(j.str(utf16.Encode([]rune(a + "\x00" + b))))
 	lone := j.stringArray(j.str(append(utf16.Encode([]rune(a+"/x")), 0xD800)))
 	for range 2 {
-		p := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a, nil), 1<<20, math.MaxInt64)
+		p := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a, nil), 1<<20)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a null element"), "localDirs[1] is null")
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, nul, 1<<20, math.MaxInt64)
+		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, nul, 1<<20)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a NUL"), "NUL char")
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, lone, 1<<20, math.MaxInt64)
+		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, lone, 1<<20)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a lone surrogate"), `unpaired UTF-16 surrogate \uD800`)
 		assert.Zero(t, p)
-		p = Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, 0, 1<<20, math.MaxInt64)
+		p = Java_spillway_NativeSpill_createPlan(j.raw, 0, 0, 1<<20)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a null array"), "localDirs is null")
 		assert.Zero(t, p)
-		h := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, j.strings(&a), -1, math.MaxInt64)
+		h := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a), -1)
 		assert.Contains(t, j.thrown("java.lang.IllegalArgumentException", "a negative limit on a hit"), "negative")
 		assert.Zero(t, h)
 	}
@@ -228,4 +228,73 @@ func TestJVMCreatePlanConcurrentMutatorsNeverGetWrongDirs(t *testing.T) {
 	callersWG.Wait()
 	close(done)
 	wg.Wait()
+}
+
+// javaCreatePlanDirs calls NativeSpill.createPlan(arr, 1 MiB) from Java, through the native the
+// JVM bound, and returns the dirs of the plan it made (released), or the message of the
+// IllegalArgumentException it threw.
+func (j *jvm) javaCreatePlanDirs(arr *jnigi.ObjectRef) (dirs []string, refused string) {
+	j.t.Helper()
+	handler := j.env.ExceptionHandler
+	j.env.ExceptionHandler = jnigi.ThrowableErrorExceptionHandler
+	defer func() { j.env.ExceptionHandler = handler }()
+	var h int64
+	err := j.env.CallStaticMethod("spillway/NativeSpill", "createPlan", &h, arr, int64(1<<20))
+	if err != nil {
+		var thrown jnigi.ThrowableError
+		require.True(j.t, errors.As(err, &thrown), "createPlan: %v", err)
+		require.Equal(j.t, "java.lang.IllegalArgumentException", thrown.ClassName, thrown.Message)
+		return nil, thrown.Message
+	}
+	dirs, err = registry.PlanDirs(uint64(h))
+	require.NoError(j.t, err)
+	j.releasePlan(_Ctype_jlong(h))
+	return dirs, ""
+}
+
+// Called from Java, createPlan follows a caller that changes its array between calls exactly as
+// the entry point called from Go does.
+func TestJVMJavaCreatePlanFollowsAMutatedArray(t *testing.T) {
+	j := attach(t)
+	_, a, b := roots(t)
+	arr := j.newArray(a, b)
+	steps := []mutationStep{
+		{-1, "", []string{a, b}, ""},
+		{1, a + "/../b", []string{a, b}, ""}, // the same dirs after cleaning, another list
+		{1, b, []string{a, b}, ""},           // a new String, the same content: a hit
+		{0, b, nil, "is given twice"},
+		{1, a, []string{b, a}, ""},
+		{1, "relative/dir", nil, `#1 "relative/dir" is a relative path`},
+		{1, a, []string{b, a}, ""},
+		{0, "", nil, "#0 is an empty string"},
+		{0, b, []string{b, a}, ""},
+	}
+	runMutationSteps(t, j, arr, steps, j.javaCreatePlanDirs)
+}
+
+// Threads that bring equal lists from Java at the same time all get plans in the list's dirs, and
+// the recognition of the list makes no registration: it is the library's own cache, not a handle.
+func TestJVMJavaCreatePlanFromThreadsRegistersNothing(t *testing.T) {
+	const callers, rounds = 4, 50
+	_, a, b := roots(t)
+	registrations := registry.LiveLocalDirs()
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range callers {
+		wg.Add(1)
+		go t.Run(fmt.Sprintf("caller %d", g), func(t *testing.T) {
+			defer wg.Done()
+			j := attach(t)
+			arr := j.newArray(a, b) // Strings of its own, equal to the other callers'
+			<-start
+			for i := range rounds {
+				got, refused := j.javaCreatePlanDirs(arr)
+				require.Empty(t, refused)
+				require.Equal(t, []string{a, b}, got, "round %d", i)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	assert.Equal(t, registrations, registry.LiveLocalDirs())
 }

@@ -17,13 +17,12 @@ import (
 // that a test can make an entry point panic.
 var registry = plan.Process()
 
-// createPlanFromArray (Java_spillway_NativeSpill_createPlanFromArray, in native.c) is what
-// NativeSpill.createPlan(String[]) calls when it does not recognise the list in Java: for callers
-// that have only the array. The C entry point reads the array, into its own frame, and hands what
-// it read to spillway_jni_create_plan; the registry recognises a list it has validated before by
-// its content (Registry.CreatePlanForDirs), so only a new list is decoded and validated. An
-// executor registers its dirs once instead (registerLocalDirs) and creates each plan with
-// createPlanIn, which reads no array.
+// NativeSpill.createPlan(String[], long) and createPlanWithExecutorLimit, the card's calls for
+// callers that have only the array, are C entry points (native.c): each reads the array into its
+// own frame and hands what it read to spillway_jni_create_plan; the registry recognises a list it
+// has validated before by its content (Registry.CreatePlanForDirs), so only a new list is decoded
+// and validated. An executor registers its dirs once instead (registerLocalDirs) and creates each
+// plan with createPlanIn, which reads no array.
 //
 //export spillway_jni_create_plan
 func spillway_jni_create_plan(env *C.JNIEnv, status C.int, read *C.spillway_strings, limit, executorLimit C.jlong) C.jlong {

@@ -81,7 +81,7 @@ func TestJVMBadLocalDirsAreIllegalArgumentsAndChangeNothing(t *testing.T) {
 		assert.Zero(t, h, tc.name)
 		assert.Contains(t, msg, tc.where, tc.name)
 
-		p := Java_spillway_NativeSpill_createPlanFromArray(j.raw, 0, tc.arr, 1<<20, math.MaxInt64)
+		p := Java_spillway_NativeSpill_createPlan(j.raw, 0, tc.arr, 1<<20)
 		j.thrown("java.lang.IllegalArgumentException", "createPlan with "+tc.name)
 		assert.Zero(t, p, tc.name)
 	}
@@ -99,7 +99,13 @@ func TestJVMNegativeLimitsAreIllegalArguments(t *testing.T) {
 		h := Java_spillway_NativeSpill_createPlanIn(j.raw, 0, dirs, _Ctype_jlong(limits[0]), _Ctype_jlong(limits[1]))
 		j.thrown("java.lang.IllegalArgumentException", fmt.Sprint("createPlanIn with limits ", limits))
 		assert.Zero(t, h)
+		h = Java_spillway_NativeSpill_createPlanWithExecutorLimit(j.raw, 0, j.strings(&a, &b), _Ctype_jlong(limits[0]), _Ctype_jlong(limits[1]))
+		j.thrown("java.lang.IllegalArgumentException", fmt.Sprint("createPlanWithExecutorLimit with limits ", limits))
+		assert.Zero(t, h)
 	}
+	h := Java_spillway_NativeSpill_createPlan(j.raw, 0, j.strings(&a, &b), -1)
+	j.thrown("java.lang.IllegalArgumentException", "createPlan with limit -1")
+	assert.Zero(t, h)
 }
 
 // A negative idle time for the memory cache is refused with an IllegalArgumentException naming

@@ -62,14 +62,13 @@ func runWithJVM(m *testing.M) int {
 			return 1
 		}
 		defer os.RemoveAll(classes)
-		// The contract's exception class and NativeSpill with its DirListCache, compiled from the
+		// The contract's exception class and NativeSpill, compiled from the
 		// shim's own sources (against testdata's NativeLoader: the library is linked in), with
 		// the benchmarks' loops of Java-to-native calls (bench_test.go).
 		shim := filepath.Join("..", "scala-shim", "src", "main", "java", "spillway")
 		src := []string{
 			filepath.Join(shim, "SpillLimitExceededException.java"),
 			filepath.Join(shim, "NativeSpill.java"),
-			filepath.Join(shim, "DirListCache.java"),
 			filepath.Join("testdata", "spillway", "NativeLoader.java"),
 			filepath.Join("testdata", "spillway", "jnitest", "Loop.java"),
 		}
@@ -258,10 +257,14 @@ func (j *jvm) ok(call string) {
 
 // Typed calls of the entry points, each checked to leave no exception.
 
-// Java_spillway_NativeSpill_createPlanFromArray calls the entry point of that name, which is C
-// (native.c), through jvmhost: a test file cannot call C.
-func Java_spillway_NativeSpill_createPlanFromArray(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit, executorLimit _Ctype_jlong) _Ctype_jlong {
-	return _Ctype_jlong(jvmhost.CreatePlanFromArray(unsafe.Pointer(env), uintptr(arr), int64(limit), int64(executorLimit)))
+// Java_spillway_NativeSpill_createPlan and ..WithExecutorLimit call the entry points of those
+// names, which are C (native.c), through jvmhost: a test file cannot call C.
+func Java_spillway_NativeSpill_createPlan(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit _Ctype_jlong) _Ctype_jlong {
+	return _Ctype_jlong(jvmhost.CreatePlan(unsafe.Pointer(env), uintptr(arr), int64(limit)))
+}
+
+func Java_spillway_NativeSpill_createPlanWithExecutorLimit(env *_Ctype_JNIEnv, _ _Ctype_jclass, arr _Ctype_jobjectArray, limit, executorLimit _Ctype_jlong) _Ctype_jlong {
+	return _Ctype_jlong(jvmhost.CreatePlanWithExecutorLimit(unsafe.Pointer(env), uintptr(arr), int64(limit), int64(executorLimit)))
 }
 
 func (j *jvm) registerLocalDirs(roots ...string) _Ctype_jlong {

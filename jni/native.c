@@ -194,20 +194,30 @@ void spillway_free_strings(spillway_strings *s) {
 	s->ends = NULL;
 }
 
-// NativeSpill.createPlanFromArray, behind createPlan(String[], ...) when its Java side does not
-// recognise the list: the array is read here, into this frame's memory for a usual list, and the
-// plan made by spillway_jni_create_plan (exports.go) from what was read, so the call crosses into
-// Go once and never back into C.
-JNIEXPORT jlong JNICALL Java_spillway_NativeSpill_createPlanFromArray(JNIEnv *env, jclass cls, jobjectArray local_dirs,
-                                                                      jlong max_temp_directory_size,
-                                                                      jlong max_executor_temp_directory_size) {
+// createPlan(String[], ...): the array is read here, into this frame's memory for a usual list,
+// and the plan made by spillway_jni_create_plan (exports.go) from what was read, so the call
+// crosses into Go once and never back into C.
+static jlong create_plan(JNIEnv *env, jobjectArray local_dirs, jlong limit, jlong executor_limit) {
 	_Alignas(jlong) unsigned char buf[4096];
 	spillway_strings read;
 	int status = spillway_read_strings(env, local_dirs, SPILLWAY_MAX_DIR_PATH_LEN, SPILLWAY_MAX_DIR_LIST_LEN, &read,
 	                                   buf, sizeof buf);
-	jlong plan = spillway_jni_create_plan(env, status, &read, max_temp_directory_size, max_executor_temp_directory_size);
+	jlong plan = spillway_jni_create_plan(env, status, &read, limit, executor_limit);
 	spillway_free_strings(&read);
 	return plan;
+}
+
+// The card's call: no executor limit.
+JNIEXPORT jlong JNICALL Java_spillway_NativeSpill_createPlan(JNIEnv *env, jclass cls, jobjectArray local_dirs,
+                                                             jlong max_temp_directory_size) {
+	return create_plan(env, local_dirs, max_temp_directory_size, INT64_MAX);
+}
+
+JNIEXPORT jlong JNICALL Java_spillway_NativeSpill_createPlanWithExecutorLimit(JNIEnv *env, jclass cls,
+                                                                              jobjectArray local_dirs,
+                                                                              jlong max_temp_directory_size,
+                                                                              jlong max_executor_temp_directory_size) {
+	return create_plan(env, local_dirs, max_temp_directory_size, max_executor_temp_directory_size);
 }
 
 int spillway_buffer(JNIEnv *env, jobject buf, jint *limit, void **addr) {

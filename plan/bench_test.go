@@ -54,7 +54,7 @@ func BenchmarkCreateReleasePlanIn(b *testing.B) {
 }
 
 // BenchmarkCreateReleasePlanForDirs is the same through the cache of dir lists by content, as
-// the array path of createPlan(String[]) (createPlanFromArray) does for a list it has seen: the
+// the card's createPlan(String[]) does for a list it has seen: the
 // key is what the JNI door makes of 8 paths.
 func BenchmarkCreateReleasePlanForDirs(b *testing.B) {
 	for _, n := range []int{1, 8} {

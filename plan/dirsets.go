@@ -12,11 +12,8 @@ import (
 // their content: the caller gives an exact encoding of the dirs as it read them (a key), and a key
 // seen before reuses the dirs parsed then, without converting or validating a path again.
 //
-// NativeSpill recognises the lists it has seen accepted in Java first (DirListCache), and makes
-// their plans with CreatePlanIn; what reaches this cache is a list it does not keep: one seen for
-// the first time, one past its 64 lists (which stops adding, since it can never release a
-// registration), or one of more than 32 Ki chars. That is why this cache stays: without it, each
-// of those calls would convert and validate its paths again.
+// This is the one recognition of a dir list, shared by both doors (the JNI one's createPlan and the
+// C ABI's spillway_plan_create): without it each call would convert and validate its paths again.
 //
 // Why nothing can poison it: an entry is stored only after the paths decoded from that very key
 // were validated, and a lookup compares every byte of the key, so an entry holds exactly what its

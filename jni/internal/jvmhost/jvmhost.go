@@ -84,7 +84,8 @@ static jint jvmhost_detach(void) {
 // The entry points bound to spillway.NativeSpill and spillway/jnitest/Loop, weak like JNI_OnLoad;
 // the floor is only in the test build of the library (-tags spillway_testhooks).
 #pragma weak Java_spillway_bench_NativeFloor_emptyCall
-#pragma weak Java_spillway_NativeSpill_createPlanFromArray
+#pragma weak Java_spillway_NativeSpill_createPlan
+#pragma weak Java_spillway_NativeSpill_createPlanWithExecutorLimit
 #pragma weak Java_spillway_NativeSpill_createPlanIn
 #pragma weak Java_spillway_NativeSpill_registerLocalDirs
 #pragma weak Java_spillway_NativeSpill_releaseLocalDirs
@@ -92,7 +93,8 @@ static jint jvmhost_detach(void) {
 #pragma weak Java_spillway_NativeSpill_statsNames
 #pragma weak Java_spillway_NativeSpill_sortStatsNames
 extern void Java_spillway_bench_NativeFloor_emptyCall(JNIEnv *, jclass);
-extern jlong Java_spillway_NativeSpill_createPlanFromArray(JNIEnv *, jclass, jobjectArray, jlong, jlong);
+extern jlong Java_spillway_NativeSpill_createPlan(JNIEnv *, jclass, jobjectArray, jlong);
+extern jlong Java_spillway_NativeSpill_createPlanWithExecutorLimit(JNIEnv *, jclass, jobjectArray, jlong, jlong);
 extern jlong Java_spillway_NativeSpill_createPlanIn(JNIEnv *, jclass, jlong, jlong, jlong);
 extern jlong Java_spillway_NativeSpill_registerLocalDirs(JNIEnv *, jclass, jobjectArray);
 extern void Java_spillway_NativeSpill_releaseLocalDirs(JNIEnv *, jclass, jlong);
@@ -100,9 +102,12 @@ extern void Java_spillway_NativeSpill_releasePlan(JNIEnv *, jclass, jlong);
 extern jobjectArray Java_spillway_NativeSpill_statsNames(JNIEnv *, jclass);
 extern jobjectArray Java_spillway_NativeSpill_sortStatsNames(JNIEnv *, jclass);
 
-// createPlanFromArray is a C entry point of the library (jni/native.c): Go test code calls it here.
-static jlong jvmhost_create_plan_from_array(void *env, uintptr_t arr, jlong limit, jlong executor_limit) {
-	return Java_spillway_NativeSpill_createPlanFromArray(env, NULL, (jobjectArray)arr, limit, executor_limit);
+// createPlan(String[]) is a C entry point of the library (jni/native.c): Go test code calls it here.
+static jlong jvmhost_create_plan(void *env, uintptr_t arr, jlong limit, jlong executor_limit, int with_executor_limit) {
+	if (with_executor_limit) {
+		return Java_spillway_NativeSpill_createPlanWithExecutorLimit(env, NULL, (jobjectArray)arr, limit, executor_limit);
+	}
+	return Java_spillway_NativeSpill_createPlan(env, NULL, (jobjectArray)arr, limit);
 }
 
 static JNIEnv *start_env(void) {
@@ -160,7 +165,8 @@ static int jvmhost_bind_natives(void) {
 	if (env == NULL) {
 		return -1;
 	}
-	if (Java_spillway_NativeSpill_createPlanFromArray == NULL || Java_spillway_NativeSpill_createPlanIn == NULL ||
+	if (Java_spillway_NativeSpill_createPlan == NULL || Java_spillway_NativeSpill_createPlanWithExecutorLimit == NULL ||
+	    Java_spillway_NativeSpill_createPlanIn == NULL ||
 	    Java_spillway_NativeSpill_registerLocalDirs == NULL || Java_spillway_NativeSpill_releaseLocalDirs == NULL ||
 	    Java_spillway_NativeSpill_releasePlan == NULL ||
 	    Java_spillway_NativeSpill_statsNames == NULL || Java_spillway_NativeSpill_sortStatsNames == NULL) {
@@ -172,7 +178,8 @@ static int jvmhost_bind_natives(void) {
 		return -1;
 	}
 	JNINativeMethod spill_methods[] = {
-		{"createPlanFromArray", "([Ljava/lang/String;JJ)J", (void *)Java_spillway_NativeSpill_createPlanFromArray},
+		{"createPlan", "([Ljava/lang/String;J)J", (void *)Java_spillway_NativeSpill_createPlan},
+		{"createPlanWithExecutorLimit", "([Ljava/lang/String;JJ)J", (void *)Java_spillway_NativeSpill_createPlanWithExecutorLimit},
 		{"createPlanIn", "(JJJ)J", (void *)Java_spillway_NativeSpill_createPlanIn},
 		{"registerLocalDirs", "([Ljava/lang/String;)J", (void *)Java_spillway_NativeSpill_registerLocalDirs},
 		{"releaseLocalDirs", "(J)V", (void *)Java_spillway_NativeSpill_releaseLocalDirs},
@@ -304,10 +311,15 @@ func InitClasses(names ...string) error {
 	return nil
 }
 
-// CreatePlanFromArray calls the library's NativeSpill.createPlanFromArray entry point, which is C
-// (jni/native.c), with env and the array arr. Test files cannot call C themselves.
-func CreatePlanFromArray(env unsafe.Pointer, arr uintptr, limit, executorLimit int64) int64 {
-	return int64(C.jvmhost_create_plan_from_array(env, C.uintptr_t(arr), C.jlong(limit), C.jlong(executorLimit)))
+// CreatePlan calls the library's NativeSpill.createPlan(String[], long) entry point, which is C
+// (jni/native.c), with env and the array arr; CreatePlanWithExecutorLimit calls
+// createPlanWithExecutorLimit. Test files cannot call C themselves.
+func CreatePlan(env unsafe.Pointer, arr uintptr, limit int64) int64 {
+	return int64(C.jvmhost_create_plan(env, C.uintptr_t(arr), C.jlong(limit), 0, 0))
+}
+
+func CreatePlanWithExecutorLimit(env unsafe.Pointer, arr uintptr, limit, executorLimit int64) int64 {
+	return int64(C.jvmhost_create_plan(env, C.uintptr_t(arr), C.jlong(limit), C.jlong(executorLimit), 1))
 }
 
 // TakeException returns the exception pending on env, cleared, as a local reference (nil if none

@@ -63,25 +63,21 @@ public final class NativeSpill {
 
   /**
    * Validates the arguments and returns a plan handle. Touches no filesystem: the plan's directory
-   * under a local dir is created by its first {@link #createTmpFile}. The array is copied on every
-   * call, each element read once, and only the copy is used. A list accepted before is recognised
-   * by its content ({@link String#equals} on every element, never the identity of the array or of
-   * its strings; at most 64 lists of up to 32 Ki chars are kept): the plan is made by {@link
-   * #createPlanIn} in a registration of that list made when it was first accepted, and no array
-   * crosses into the library. Those registrations live as long as the process and are never
-   * handed out. Any other list is read, converted and validated by the library. So a caller that
-   * changes its array between calls gets a plan in exactly the dirs the array holds at the call,
-   * or the exception they deserve. A caller that can keep a handle does a little better still to
-   * register its dirs once ({@link #registerLocalDirs}) and call {@link #createPlanIn}, which
-   * compares no list.
+   * under a local dir is created by its first {@link #createTmpFile}. The array is read once, each
+   * element once, and only what was read is used, so a caller that changes its array between calls
+   * gets a plan in exactly the dirs the array holds at the call, or the exception they deserve. A
+   * list accepted before is recognised by its content (every char of every element, never the
+   * identity of the array or of its strings; at most 64 lists of up to 32 Ki chars are kept) and its
+   * paths are not converted or validated again. A caller that can keep a handle does a little
+   * better still to register its dirs once ({@link #registerLocalDirs}) and call {@link
+   * #createPlanIn}, which reads no array.
    *
-   * @param localDirs absolute paths of the roots the plan may spill into (not null, not empty);
-   *     each element is read once
+   * @param localDirs absolute paths of the roots the plan may spill into (not null, not empty, no
+   *     null element, no duplicate)
    * @param maxTempDirectorySize the plan's limit in bytes over all its live files (not negative)
+   * @throws IllegalArgumentException for invalid dirs (naming the element) or a negative limit
    */
-  public static long createPlan(String[] localDirs, long maxTempDirectorySize) {
-    return DIR_LISTS.createPlan(localDirs, maxTempDirectorySize, Long.MAX_VALUE);
-  }
+  public static native long createPlan(String[] localDirs, long maxTempDirectorySize);
 
   /**
    * {@link #createPlan} with a second limit: the plan's writes are also refused when they would
@@ -92,20 +88,7 @@ public final class NativeSpill {
    * @param maxExecutorTempDirectorySize bytes for all plans of the JVM together ({@code
    *     Long.MAX_VALUE}: no executor limit); not negative
    */
-  public static long createPlanWithExecutorLimit(
-      String[] localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize) {
-    return DIR_LISTS.createPlan(localDirs, maxTempDirectorySize, maxExecutorTempDirectorySize);
-  }
-
-  /** The lists createPlan has seen accepted: 64 lists of up to 32 Ki chars (64 KiB of UTF-16). */
-  private static final DirListCache DIR_LISTS = new DirListCache(64, 32 << 10);
-
-  /**
-   * {@link #createPlanWithExecutorLimit} in the library, for a list {@link DirListCache} does not
-   * know: reads the array (each element once), converts and validates it unless the library
-   * recognises it by its content, and throws what createPlan documents.
-   */
-  static native long createPlanFromArray(
+  public static native long createPlanWithExecutorLimit(
       String[] localDirs, long maxTempDirectorySize, long maxExecutorTempDirectorySize);
 
   /** Creates a spill file for the plan, and on first use the plan's directory under the chosen root. */

@@ -30,7 +30,7 @@ class XcheckJniSuite extends AnyFunSuite {
   test("warnings are attributed to spillway only when the reporting frame is one of its natives") {
     val report =
       """WARNING in native method: JNI call made without checking exceptions when required to from CallObjectMethod
-        |	at spillway.NativeSpill.createPlanFromArray(Native Method)
+        |	at spillway.NativeSpill.createPlan(Native Method)
         |	at spillway.Foo.bar(Foo.java:1)
         |WARNING in native method: JNI call made without checking exceptions when required to from CallStaticVoidMethod
         |	at java.util.zip.Inflater.inflateBytesBytes(Native Method)
