@@ -82,10 +82,11 @@ var StatsLayout = []Stat{
 	// Memory the native sorts hold outside the Go and Java heaps (records, indexes, read
 	// buffers), granted by Spark's memory manager; 0 when no sort runs.
 	{"nativeBytes", Level, func(s *Stats) int64 { return s.NativeBytes }},
-	// Memory the native sorts freed and the library keeps mapped for the next ones: with
-	// nativeBytes, never more than the sorts held at their peak; each buffer for 60 s unused at
-	// most (spark.spillway.sort.memoryCacheIdle); advised MADV_FREE, so the kernel takes it back
-	// first under memory pressure. 0 once the executor has sorted nothing for that long.
+	// Memory the native sorts freed and the library keeps mapped for the next ones, when
+	// spark.spillway.sort.memoryCacheIdle turns that cache on (it is off by default: always 0
+	// then): with nativeBytes, never more than the sorts held at their peak; each buffer for that
+	// idle time unused at most; advised MADV_FREE, so the kernel takes it back first under memory
+	// pressure. 0 once the executor has sorted nothing for that long.
 	{"nativeCachedBytes", Level, func(s *Stats) int64 { return s.NativeCachedBytes }},
 }
 

@@ -181,12 +181,16 @@ func Mapped() int64 { return mapped.Load() }
 //     memory pressure (they are then mapped afresh on the next touch, as without the cache), and
 //     a container's working set does not count them.
 //   - Whatever the kernel has not taken is unmapped once it has been unused for the idle time
-//     (CacheIdle unless SetCacheIdle says otherwise), so an executor whose sorts have ended holds
-//     nothing a minute later. A minute, because Spark runs a query's stages seconds to tens of
-//     seconds apart, and the JVM keeps its own heap, which Spark's sort uses, for good.
+//     that SetCacheIdle set, so an executor whose sorts have ended holds nothing that long after.
+//
+// The cache is off unless SetCacheIdle turns it on (CacheIdle is 0): what it keeps is memory
+// Spark no longer counts, which Spark may grant again to the next task's operators on the JVM's
+// side, and which a YARN container monitor reading RSS counts against the container. Off, the
+// memory a sort frees leaves the process with the sort, as Spark's own sort's leaves its task.
 
-// CacheIdle is how long a cached buffer stays mapped unused, unless SetCacheIdle says otherwise.
-const CacheIdle = time.Minute
+// CacheIdle is how long a cached buffer stays mapped unused unless SetCacheIdle says otherwise:
+// 0, no buffer is cached.
+const CacheIdle time.Duration = 0
 
 type cachedBuffer struct {
 	p     unsafe.Pointer

@@ -287,11 +287,11 @@ public final class NativeSpill {
 
   /**
    * Sets, for the whole process, how long the memory a finished sort gave back stays mapped for
-   * the next sorts, unused ({@code spark.spillway.sort.memoryCacheIdle}; 60 s without a call): a
-   * sort that finds it takes no page faults for its first touch. The library keeps at most what
-   * its sorts held at their peak, advised free for the kernel to take back under memory pressure
-   * (the {@code nativeCachedBytes} gauge shows it). 0 turns the cache off: freed memory goes back
-   * to the OS at once. Buffers kept already follow the new time.
+   * the next sorts, unused ({@code spark.spillway.sort.memoryCacheIdle}; 0, no cache, without a
+   * call: freed memory goes back to the OS at once). With a cache a sort that finds it takes no
+   * page faults for its first touch. The library keeps at most what its sorts held at their peak,
+   * advised free for the kernel to take back under memory pressure (the {@code nativeCachedBytes}
+   * gauge shows it), and none of it is counted by Spark. Buffers kept already follow the new time.
    *
    * @throws IllegalArgumentException if {@code idleMillis < 0}; nothing changes then
    */
