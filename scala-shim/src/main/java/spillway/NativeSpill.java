@@ -307,19 +307,6 @@ public final class NativeSpill {
   public static native long createSort(long plan, long memoryBudget);
 
   /**
-   * {@link #createSort} with its options. With {@code pipelinedRuns} the sort writes its runs
-   * pipelined: while it gathers a chunk of records in key order, the chunks before it (up to two)
-   * are compressed and sealed on native threads of their own, bounded by the process's cores. With
-   * a core to spare that took a quarter off a spilling sort's wall time in the library's own
-   * benchmark; in Spark's SQL sort it was measured no faster, and took more CPU. The run writer
-   * then holds three chunk frames, not one, and {@link #sortAddGrowthBound} and {@link
-   * #sortMemoryUsed} count them.
-   *
-   * @throws IllegalArgumentException if {@code memoryBudget <= 0}
-   */
-  public static native long createSortWith(long plan, long memoryBudget, boolean pipelinedRuns);
-
-  /**
    * Copies the records of {@code batch[offset, offset + length)} into the sort (the buffer may be
    * reused afterwards). A malformed batch is an {@link IllegalArgumentException} that adds
    * nothing. If holding the records would pass the memory budget, a sorted run is spilled first.
