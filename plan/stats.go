@@ -44,50 +44,61 @@ const (
 // Stat is one value of Stats as it crosses to a door: its name (the plugin's metric name, the C
 // ABI's counter name), its kind, and where it is in Stats.
 type Stat struct {
-	Name  string
-	Kind  StatKind
+	Name string
+	Kind StatKind
+	// Doc says what the value means, for its users: the metrics page (docs/user-guide/metrics.md)
+	// is generated from it.
+	Doc   string
 	Value func(*Stats) int64
 }
 
 // StatsLayout is the one list of the process's counters, with what each means, for every door:
 // the JNI door's NativeSpill.statsNames, statsKinds and stats, and the C ABI's
 // spillway_stats_count, spillway_stats_describe, spillway_stats_read and spillway_stats_value,
-// expose its entries by index, name and kind. Callers find a counter by its name, never by a position of their own, so
-// a counter added here needs no change anywhere else. A name keeps its meaning for good: renaming
-// or removing one breaks callers (for the C ABI, a new SPILLWAY_ABI_VERSION).
+// expose its entries by index, name and kind, and the metrics page is generated from it. Callers
+// find a counter by its name, never by a position of their own, so a counter added here needs no
+// change anywhere else. A name keeps its meaning for good: renaming or removing one breaks callers
+// (for the C ABI, a new SPILLWAY_ABI_VERSION).
 var StatsLayout = []Stat{
-	// Plans created and not yet released: one per running Spark task that asked for one.
-	{"livePlans", Level, func(s *Stats) int64 { return s.LivePlans }},
-	// Plans that created at least one spill file.
-	{"plansSpilled", Count, func(s *Stats) int64 { return s.PlansSpilled }},
-	// Plan dirs created: a plan creates one in each local dir it spills into.
-	{"dirsCreated", Count, func(s *Stats) int64 { return s.DirsCreated }},
-	// Spill files created.
-	{"spillFiles", Count, func(s *Stats) int64 { return s.FilesCreated }},
-	// Bytes written to spill files, on disk (compressed and framed).
-	{"bytesSpilled", Count, func(s *Stats) int64 { return s.BytesWritten }},
-	// Writes refused by a plan's or the executor's limit.
-	{"limitFailures", Count, func(s *Stats) int64 { return s.LimitFailures }},
-	// Filesystem calls that failed (a missing, full or unwritable local dir).
-	{"filesystemErrors", Count, func(s *Stats) int64 { return s.FSErrors }},
-	// Bytes in live spill files now, all plans together: what the executor limit bounds.
-	{"bytesInUse", Level, func(s *Stats) int64 { return s.BytesInUse }},
-	// The library's Go heap, outside the Java heap (count it in spark.executor.memoryOverhead).
-	{"goHeapBytes", Level, func(s *Stats) int64 { return s.GoHeapBytes }},
-	// Plain bytes written to framed files and sort runs, before compression (against
-	// bytesSpilled, the compression ratio).
-	{"logicalBytesSpilled", Count, func(s *Stats) int64 { return s.LogicalBytesWritten }},
-	// Plans created: a Spark task that never asks for one creates none.
-	{"plansCreated", Count, func(s *Stats) int64 { return s.PlansCreated }},
-	// Memory the native sorts hold outside the Go and Java heaps (records, indexes, read
-	// buffers), granted by Spark's memory manager; 0 when no sort runs.
-	{"nativeBytes", Level, func(s *Stats) int64 { return s.NativeBytes }},
-	// Memory the native sorts freed and the library keeps mapped for the next ones, when
-	// spark.spillway.sort.memoryCacheIdle turns that cache on (it is off by default: always 0
-	// then): with nativeBytes, never more than the sorts held at their peak; each buffer for that
-	// idle time unused at most; advised MADV_FREE, so the kernel takes it back first under memory
-	// pressure. 0 once the executor has sorted nothing for that long.
-	{"nativeCachedBytes", Level, func(s *Stats) int64 { return s.NativeCachedBytes }},
+	{"livePlans", Level,
+		"Plans created and not yet released: one per running Spark task that asked for one.",
+		func(s *Stats) int64 { return s.LivePlans }},
+	{"plansSpilled", Count,
+		"Plans that created at least one spill file.",
+		func(s *Stats) int64 { return s.PlansSpilled }},
+	{"dirsCreated", Count,
+		"Plan dirs created: a plan creates one in each local dir it spills into.",
+		func(s *Stats) int64 { return s.DirsCreated }},
+	{"spillFiles", Count,
+		"Spill files created.",
+		func(s *Stats) int64 { return s.FilesCreated }},
+	{"bytesSpilled", Count,
+		"Bytes written to spill files, on disk (compressed and framed).",
+		func(s *Stats) int64 { return s.BytesWritten }},
+	{"limitFailures", Count,
+		"Writes refused by a plan's or the executor's limit.",
+		func(s *Stats) int64 { return s.LimitFailures }},
+	{"filesystemErrors", Count,
+		"Filesystem calls that failed (a missing, full or unwritable local dir).",
+		func(s *Stats) int64 { return s.FSErrors }},
+	{"bytesInUse", Level,
+		"Bytes in live spill files now, all plans together: what the executor limit bounds.",
+		func(s *Stats) int64 { return s.BytesInUse }},
+	{"goHeapBytes", Level,
+		"The library's Go heap, outside the Java heap (count it in spark.executor.memoryOverhead).",
+		func(s *Stats) int64 { return s.GoHeapBytes }},
+	{"logicalBytesSpilled", Count,
+		"Plain bytes written to framed files and sort runs, before compression (against bytesSpilled, the compression ratio).",
+		func(s *Stats) int64 { return s.LogicalBytesWritten }},
+	{"plansCreated", Count,
+		"Plans created: a Spark task that never asks for one creates none.",
+		func(s *Stats) int64 { return s.PlansCreated }},
+	{"nativeBytes", Level,
+		"Memory the native sorts hold outside the Go and Java heaps (records, indexes, read buffers), granted by Spark's memory manager; 0 when no sort runs.",
+		func(s *Stats) int64 { return s.NativeBytes }},
+	{"nativeCachedBytes", Level,
+		"Memory the native sorts freed and the library keeps mapped for the next ones, when spark.spillway.sort.memoryCacheIdle turns that cache on (off by default: 0). With nativeBytes never more than the sorts held at their peak, each buffer kept for that idle time at most, and free for the kernel to take back first under memory pressure.",
+		func(s *Stats) int64 { return s.NativeCachedBytes }},
 }
 
 // StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
