@@ -3,18 +3,27 @@ package spillway
 import java.util.Locale
 import java.util.concurrent.ConcurrentHashMap
 
+import scala.collection.mutable.ListBuffer
+
 import org.apache.spark.{SparkConf, TaskContext}
 import org.apache.spark.network.util.JavaUtils
 import org.apache.spark.spillway.SparkInternals
+import org.apache.spark.sql.SparkSession
 
 /**
- * Spillway's configuration keys and their one parser.
+ * Spillway's settings, each declared once (as Spark's ConfigBuilder declares Spark's): its key,
+ * its type and check, its default, its scope (when and from where it is read) and its doc. Every
+ * other use derives from the declarations: [[KnownKeys]] and the unknown-key warnings, the
+ * driver's check ([[validate]]), the SQLConf registration of the settings a session may set, the
+ * readers, and the configuration page (docs/user-guide/configuration.md, generated from
+ * [[Settings]] and [[SparkKeys]]).
  *
- * Every value is checked three times with the same rules and messages: on the driver at startup
- * ([[validate]], called by the plugin's driver side, so spark-submit fails before any executor
- * starts), when a session sets it (`spark.conf.set`/`SET`: the keys are registered with SQLConf,
- * which runs the same check), and when a task reads it ([[read]]: a job local property set with
- * `sc.setLocalProperty` reaches only the task).
+ * Every value is checked with the same rules and messages wherever it is met: on the driver at
+ * startup ([[validate]], called by the plugin's driver side, so spark-submit fails before any
+ * executor starts), when a session sets a per-plan or per-sort setting (`spark.conf.set`/`SET`:
+ * those keys are registered with SQLConf, which runs the same check), and when it is read (a job
+ * local property set with `sc.setLocalProperty` reaches only the task). A bad value is an error,
+ * never a silent default.
  */
 object SpillwayConf {
   val Prefix: String = "spark.spillway."
@@ -22,43 +31,391 @@ object SpillwayConf {
   /** Written for a limit that must never be reached. */
   val Unlimited: String = "unlimited"
 
+  // ---- Scopes: when a setting is read, and from where. ----
+
   /**
-   * One byte-size setting: `allowUnlimited` accepts `unlimited` (Long.MaxValue), `minimum` is the
-   * smallest value accepted.
+   * When and from where a setting is read: `name` for the configuration page's scope column,
+   * `meaning` for its legend.
    */
-  private final case class ByteSetting(key: String, default: String, minimum: Long, allowUnlimited: Boolean) {
-    def expected: String =
+  sealed abstract class Scope(val name: String, val meaning: String) {
+    /**
+     * Whether the setting is read in a task from its local properties (where SQL and Dataset
+     * actions put a session's values) and so is registered with SQLConf: a session may set it,
+     * and setting it runs the check.
+     */
+    def perTask: Boolean = false
+  }
+
+  object Scope {
+    private def FromTask: String = "from the task's local property (where SQL and Dataset actions put the session's value, " +
+      "set with `spark.conf.set` or `SET`, and `sc.setLocalProperty` a job's), else the Spark conf. A session value " +
+      "is checked when it is set; it reaches SQL and Dataset actions only, not RDD actions"
+
+    case object PerPlan extends Scope("per plan",
+      s"Read when a task's plan is created (its first spill file or native sort), $FromTask. Fixed for that plan.") {
+      override def perTask: Boolean = true
+    }
+
+    case object PerSort extends Scope("per sort", s"Read when a native sort starts, $FromTask.") {
+      override def perTask: Boolean = true
+    }
+
+    case object Executor extends Scope("executor",
+      "Read once per executor, from the Spark conf (`--conf`), when its first plan is created; a session value " +
+        "does not change it.")
+
+    case object Session extends Scope("per session",
+      "Read from the session's conf (`spark.conf.set`, `SET`, else the Spark conf) when a query is planned.")
+
+    /** In the order of the configuration page's legend. */
+    def All: Seq[Scope] = Seq(PerPlan, PerSort, Executor, Session)
+  }
+
+  // ---- Types: how a value is written, parsed and checked. ----
+
+  /** How the values of a setting are written, and their one parser. */
+  sealed abstract class ValueType[T] {
+    /** What an error calls the value: "Invalid <noun> '<value>' for <key>: ...". */
+    def noun: String = "value"
+
+    /** The value written as `raw`, or what is wrong with it and what to write instead. */
+    def parse(raw: String): Either[String, T]
+
+    /** How a value is written, for the configuration page (Markdown). */
+    def describe: String
+  }
+
+  /**
+   * A byte size as Spark writes them (`512m`, `10g`, `100` for bytes; binary units), at least
+   * `minimum`; `unlimited` (Long.MaxValue) where `allowUnlimited`.
+   */
+  final case class ByteSize(minimum: Long, allowUnlimited: Boolean) extends ValueType[Long] {
+    private def expected: String =
       (if (minimum > 0) "a positive byte size" else "a byte size") +
         " such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024)" +
         (if (allowUnlimited) s", or $Unlimited" else "")
+
+    def describe: String =
+      (if (minimum > 0) "a positive byte size" else "a byte size") +
+        " (`512m`, `10g`; binary units `b`, `k`, `m`, `g`, `t`, `p`; no fractions; at most `8191p`)" +
+        (if (allowUnlimited) s", or `$Unlimited`" else "")
+
+    def parse(raw: String): Either[String, Long] = {
+      def invalid(why: String) = Left(s"$why; expected $expected")
+      raw.trim.toLowerCase(Locale.ROOT) match {
+        case Unlimited if allowUnlimited => Right(Long.MaxValue)
+        case Unlimited => invalid("this setting cannot be unlimited")
+        case v if v.startsWith("-") => invalid("must not be negative")
+        case ByteSize.Pattern(number, unit) if ByteSize.Units.contains(unit) =>
+          val bytes = BigDecimal(number) * BigDecimal(2).pow(10 * ByteSize.Units(unit))
+          if (number.contains('.')) { // as in Spark's byte strings
+            val exact = ByteSize.UnitNames.indices.reverse.map(i => bytes / BigDecimal(2).pow(10 * i) -> ByteSize.UnitNames(i))
+              .collectFirst { case (n, u) if n.isWhole => s"${n.toBigInt}$u" }
+            invalid(s"fractions are not supported${exact.fold("")(e => s" (write $e)")}")
+          } else if (bytes > BigDecimal(Long.MaxValue)) {
+            invalid(s"too large: the largest size is 8191p" + (if (allowUnlimited) s"; write $Unlimited for no limit" else ""))
+          } else if (bytes < BigDecimal(minimum)) {
+            invalid(if (minimum == 1) "must be positive" else s"must be at least $minimum")
+          } else Right(bytes.toLongExact)
+        case ByteSize.Pattern(_, unit) => invalid(s"unknown unit '$unit'")
+        case _ => invalid("not a size")
+      }
+    }
   }
 
-  val MaxTempDirectorySizeKey: String = "spark.spillway.maxTempDirectorySize"
-  val MaxExecutorTempDirectorySizeKey: String = "spark.spillway.maxExecutorTempDirectorySize"
-  val SortMemoryBudgetKey: String = "spark.spillway.sort.memoryBudget"
+  object ByteSize {
+    private val Units: Map[String, Int] = Map(
+      "" -> 0, "b" -> 0, "k" -> 1, "kb" -> 1, "m" -> 2, "mb" -> 2, "g" -> 3, "gb" -> 3, "t" -> 4, "tb" -> 4,
+      "p" -> 5, "pb" -> 5)
+    private val UnitNames = Seq("b", "k", "m", "g", "t", "p")
+    private val Pattern = """([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)""".r
+  }
 
-  private val MaxTempDirectorySize = ByteSetting(MaxTempDirectorySizeKey, "100g", 0, allowUnlimited = true)
-  private val MaxExecutorTempDirectorySize = ByteSetting(MaxExecutorTempDirectorySizeKey, Unlimited, 0, allowUnlimited = true)
+  /**
+   * A duration as Spark writes them (`60s`, `2min`, `500ms`; a bare number is milliseconds), not
+   * negative, in milliseconds; `expected` says what to write instead of a bad value.
+   */
+  final case class Time(expected: String) extends ValueType[Long] {
+    def describe: String = "a time as Spark writes them (`60s`, `2min`, `500ms`; a bare number is milliseconds)"
+
+    def parse(raw: String): Either[String, Long] =
+      scala.util.Try(JavaUtils.timeStringAsMs(raw.trim)).toOption.filter(_ >= 0).toRight(s"expected $expected")
+  }
+
+  /** A switch: `true` or `false`, in any case, spaces around. */
+  case object Switch extends ValueType[Boolean] {
+    def describe: String = "`true` or `false`"
+
+    def parse(raw: String): Either[String, Boolean] = raw.trim.toLowerCase(Locale.ROOT) match {
+      case "true" => Right(true)
+      case "false" => Right(false)
+      case _ => Left("expected true or false")
+    }
+  }
+
+  /**
+   * One of `values`, as written (spaces around), or in any case where `ignoreCase` (then read in
+   * lower case); `listed` is how an error names them.
+   */
+  final case class OneOf(values: Seq[String], ignoreCase: Boolean, listed: String) extends ValueType[String] {
+    def describe: String = values.map(v => s"`$v`").mkString("one of ", ", ", "")
+
+    def parse(raw: String): Either[String, String] = {
+      val v = if (ignoreCase) raw.trim.toLowerCase(Locale.ROOT) else raw.trim
+      if (values.contains(v)) Right(v) else Left(s"expected $listed")
+    }
+  }
+
+  /** An integer from `min` to `max`; an error calls the value a `noun`. */
+  final case class IntRange(min: Int, max: Int, override val noun: String) extends ValueType[Int] {
+    def describe: String = s"an integer from $min to $max"
+
+    // String.toIntOption is Scala 2.13's.
+    def parse(raw: String): Either[String, Int] =
+      scala.util.Try(raw.trim.toInt).toOption.filter(l => l >= min && l <= max).toRight(s"expected an integer from $min to $max")
+  }
+
+  // ---- The declaration. ----
+
+  /**
+   * One setting: `key`, its `valueType` (the parser and check), its `default` as written, its
+   * `scope`, its `doc` (Markdown, one paragraph) and, for a setting whose default is a Spark key's
+   * value, the Spark key it `follows`. `checked` is false for a Spark key that Spillway reads as
+   * Spark does, leaving its check to Spark.
+   */
+  final class Setting[T] private[SpillwayConf] (val key: String, val valueType: ValueType[T], val default: String,
+      val scope: Scope, val doc: String, val follows: Option[String], val checked: Boolean) {
+    /** The default, parsed: a declaration with a bad default fails at once. */
+    val defaultValue: T = valueOf(default)
+
+    /** The default for the configuration page (Markdown). */
+    def defaultDoc: String = follows.fold(s"`$default`")(spark => s"Spark's `$spark` (`$default`)")
+
+    /** The value written as `raw`, or the error naming the key, the value as given and what to write instead. */
+    def check(raw: String): Either[String, T] =
+      valueType.parse(raw).left.map(why => s"Invalid ${valueType.noun} '$raw' for $key: $why")
+
+    /** @throws IllegalArgumentException with [[check]]'s message if `raw` is not valid */
+    def valueOf(raw: String): T = check(raw).fold(e => throw new IllegalArgumentException(e), identity)
+
+    /** The value as set in `conf`: this key, else the Spark key it follows. */
+    def setIn(conf: SparkConf): Option[String] = conf.getOption(key).orElse(follows.flatMap(conf.getOption))
+
+    /** The error for the value set in `conf`, if it is not valid. */
+    def error(conf: SparkConf): Option[String] = setIn(conf).flatMap(check(_).left.toOption)
+
+    /**
+     * The value in `conf` (an executor's, for [[Scope.Executor]]), else the default.
+     *
+     * @throws IllegalArgumentException naming the key and the value as given if it is not valid
+     */
+    def in(conf: SparkConf): T = valueOf(setIn(conf).getOrElse(default))
+
+    /**
+     * The value for something created now in `task` ([[Scope.PerPlan]], [[Scope.PerSort]]): the
+     * task's local property (where SQL and Dataset actions put the session conf) first, then
+     * `conf`, then the default.
+     *
+     * @throws IllegalArgumentException naming the key and the value as given if it is not valid;
+     *     never falls back to the default silently
+     */
+    def in(task: TaskContext, conf: SparkConf): T =
+      valueOf(Option(task.getLocalProperty(key)).orElse(setIn(conf)).getOrElse(default))
+
+    /**
+     * The value in `session` ([[Scope.Session]]), else the default.
+     *
+     * @throws IllegalArgumentException naming the key and the value as given if it is not valid
+     */
+    def in(session: SparkSession): T = valueOf(session.conf.getOption(key).getOrElse(default))
+
+    override def toString: String = key
+  }
+
+  private val declaredSettings = ListBuffer.empty[Setting[_]]
+  private val declaredSparkKeys = ListBuffer.empty[Setting[_]]
+
+  /** Declares the setting `key` (under [[Prefix]]): its scope and doc, then its type, then its default. */
+  private def setting(key: String, scope: Scope): Declaration = {
+    require(key.startsWith(Prefix), key)
+    new Declaration(key, scope, declaredSettings, checked = true)
+  }
+
+  /** Declares a Spark key Spillway reads (an executor's, from the Spark conf); `checked` if Spillway checks it. */
+  private def sparkKey(key: String, checked: Boolean): Declaration = {
+    require(!key.startsWith(Prefix), key)
+    new Declaration(key, Scope.Executor, declaredSparkKeys, checked)
+  }
+
+  private final class Declaration(key: String, scope: Scope, into: ListBuffer[Setting[_]], checked: Boolean,
+      docText: String = "", follows: Option[String] = None) {
+    /** The doc, one paragraph of Markdown: the text's white space is collapsed. */
+    def doc(text: String): Declaration =
+      new Declaration(key, scope, into, checked, text.trim.replaceAll("\\s+", " "), follows)
+
+    /** The default is `spark`'s value where that Spark key is set. */
+    def followingSpark(spark: String): Declaration = new Declaration(key, scope, into, checked, docText, Some(spark))
+
+    def bytes(minimum: Long = 0, allowUnlimited: Boolean = false): Typed[Long] = typed(ByteSize(minimum, allowUnlimited))
+    def time(expected: String): Typed[Long] = typed(Time(expected))
+    def switch: Typed[Boolean] = typed(Switch)
+    def oneOf(values: Seq[String], ignoreCase: Boolean, listed: String): Typed[String] = typed(OneOf(values, ignoreCase, listed))
+    def intRange(min: Int, max: Int, noun: String = "value"): Typed[Int] = typed(IntRange(min, max, noun))
+
+    private def typed[T](t: ValueType[T]): Typed[T] = new Typed[T] {
+      def withDefault(default: String): Setting[T] = {
+        require(docText.nonEmpty, s"$key has no doc")
+        val s = new Setting[T](key, t, default, scope, docText, follows, checked)
+        into += s
+        s
+      }
+    }
+  }
+
+  private sealed trait Typed[T] {
+    def withDefault(default: String): Setting[T]
+  }
+
+  // ---- Spillway's settings, in the order of the configuration page. ----
+
+  val MaxTempDirectorySize: Setting[Long] = setting("spark.spillway.maxTempDirectorySize", Scope.PerPlan)
+    .doc("""Bytes one plan (one task) may hold in its live spill files. A write that would pass it fails with
+      `SpillLimitExceededException`, which names this key. `unlimited` sets no limit; `0` refuses every write to a
+      spill file (a way to make a job that must never spill fail loudly).""")
+    .bytes(allowUnlimited = true)
+    .withDefault("100g")
+
+  // Opt-in (unlimited by default). Each plan keeps the value read at its creation, so no session
+  // changes another's running plans.
+  val MaxExecutorTempDirectorySize: Setting[Long] = setting("spark.spillway.maxExecutorTempDirectorySize", Scope.PerPlan)
+    .doc("""Bytes all plans of one executor may hold together in their live spill files, on top of each plan's own
+      `spark.spillway.maxTempDirectorySize`. A write that would pass it fails with `SpillLimitExceededException`,
+      which names this key. `unlimited` and `0` as for the plan's limit. Each plan keeps the value read at its
+      creation: a session that sets another value changes only the plans it creates afterwards, never one already
+      running in another session.""")
+    .bytes(allowUnlimited = true)
+    .withDefault(Unlimited)
 
   // No cap by default, in either memory mode: the sort spills where Spark's own sort in the same
   // memory would (a cap made TPC-H queries spill that Spark's sort ran in memory). Its bytes are
-  // native and granted by Spark before use: README "Memory" says what to size.
-  private val SortMemoryBudget = ByteSetting(SortMemoryBudgetKey, Unlimited, 1, allowUnlimited = true)
+  // native and granted by Spark before use: the configuration page's memory section says what to size.
+  val SortMemoryBudget: Setting[Long] = setting("spark.spillway.sort.memoryBudget", Scope.PerSort)
+    .doc("""A cap on the bytes of records one native sort holds in memory before it writes a sorted run. Below it
+      the sort holds what Spark's memory manager grants it (it acquires execution memory as it grows, as Spark's own
+      sorter does) and spills when Spark grants no more or asks for memory back; `unlimited`, the default in both
+      memory modes, leaves it to Spark's grant alone, so the sort spills where Spark's own would. A cap makes it
+      spill earlier, and bounds what each sort holds natively (for sizing executors in on-heap mode).""")
+    .bytes(minimum = 1, allowUnlimited = true)
+    .withDefault(Unlimited)
 
-  private val settings = Seq(MaxTempDirectorySize, MaxExecutorTempDirectorySize, SortMemoryBudget)
+  /**
+   * How long the memory a native sort gave back stays mapped, unused, for the next sorts of the
+   * executor (NativeSpill.configureMemoryCache); `0` turns the cache off.
+   */
+  val SortMemoryCacheIdle: Setting[Long] = setting("spark.spillway.sort.memoryCacheIdle", Scope.Executor)
+    .doc("""How long the memory a native sort gave back stays mapped, unused, for the next sorts of the executor
+      (the `nativeCachedBytes` gauge); `0` turns the cache off, and the sorts' memory goes back to the OS the moment
+      they free it.""")
+    .time("a time such as 60s, 2min or 500ms, or 0 for no cache")
+    .withDefault("60s")
 
-  // ---- The spill file format: executor-wide, read once per executor (SparkEnv). ----
-
-  val CompressionCodecKey: String = "spark.spillway.compression.codec"
-  val ZstdLevelKey: String = "spark.spillway.compression.zstd.level"
   /** The codecs of native spill files. */
   val Codecs: Seq[String] = Seq("none", "lz4", "zstd")
+
+  val CompressionCodec: Setting[String] = setting("spark.spillway.compression.codec", Scope.Executor)
+    .doc("""Codec of native spill files (the native sort's runs, framed `SpillFile`s), as Spark compresses its own
+      spills: each chunk compressed, then checked by CRC-32C or sealed with AES-GCM. `none` when Spark's
+      `spark.shuffle.spill.compress` is `false`.""")
+    .oneOf(Codecs, ignoreCase = true, listed = s"one of ${Codecs.mkString(", ")}")
+    .withDefault("lz4")
+
+  val ZstdLevel: Setting[Int] = setting("spark.spillway.compression.zstd.level", Scope.Executor)
+    .doc("""The zstd level of native spill files written with the `zstd` codec.""")
+    .followingSpark("spark.io.compression.zstd.level")
+    .intRange(1, 22, noun = "zstd level")
+    .withDefault("1")
+
+  val SqlSortEnabled: Setting[Boolean] = setting("spark.spillway.sql.sort.enabled", Scope.Session)
+    .doc("""With `spark.sql.extensions=spillway.SpillwayExtensions`: run eligible SQL sorts as the native sort;
+      `false` leaves every sort of the session to Spark's own sort.""")
+    .switch
+    .withDefault("true")
+
+  val SqlSortLogFallbacks: Setting[Boolean] = setting("spark.spillway.sql.sort.logFallbacks", Scope.Session)
+    .doc("""With the extension: log each SQL sort left to Spark's sort (keys the native sort cannot encode), with
+      its keys and why, at WARN, where PySpark's default log level shows it, instead of INFO; once per sort of a
+      query.""")
+    .switch
+    .withDefault("false")
+
+  // ---- The Spark keys Spillway follows: executor-wide, read once per executor (SparkEnv). ----
+
+  val ShuffleSpillCompress: Setting[Boolean] = sparkKey("spark.shuffle.spill.compress", checked = false)
+    .doc("""When `false`, native spill files are not compressed (`spark.spillway.compression.codec` reads as
+      `none`), as Spark's own spills.""")
+    .switch
+    .withDefault("true")
+
+  val SparkZstdLevel: Setting[Int] = sparkKey("spark.io.compression.zstd.level", checked = false)
+    .doc("""The zstd level of native spill files where `spark.spillway.compression.zstd.level` is not set, checked
+      as that key.""")
+    .intRange(1, 22, noun = "zstd level")
+    .withDefault("1")
+
+  val EncryptionEnabled: Setting[Boolean] = sparkKey("spark.io.encryption.enabled", checked = false)
+    .doc("""When `true`, native spill files are sealed with AES-GCM under a key made in the executor's memory and
+      never written anywhere.""")
+    .switch
+    .withDefault("false")
+
+  val EncryptionKeySizeBits: Setting[String] = sparkKey("spark.io.encryption.keySizeBits", checked = true)
+    .doc("""The size of that key, in bits. Checked by Spillway on the driver and the executor.""")
+    .oneOf(Seq("128", "192", "256"), ignoreCase = false, listed = "128, 192 or 256")
+    .withDefault("128")
+
+  /** Every `spark.spillway.*` setting, in declaration order. */
+  val Settings: Seq[Setting[_]] = declaredSettings.toList
+
+  /** The Spark keys Spillway reads, in declaration order. */
+  val SparkKeys: Seq[Setting[_]] = declaredSparkKeys.toList
+
+  // ---- The keys and the accessors other code uses. ----
+
+  val MaxTempDirectorySizeKey: String = MaxTempDirectorySize.key
+  val MaxExecutorTempDirectorySizeKey: String = MaxExecutorTempDirectorySize.key
+  val SortMemoryBudgetKey: String = SortMemoryBudget.key
+  val SortMemoryCacheIdleKey: String = SortMemoryCacheIdle.key
+  val CompressionCodecKey: String = CompressionCodec.key
+  val ZstdLevelKey: String = ZstdLevel.key
+
+  /** Whether SQL sorts run as the native sort (`spillway.SpillwayExtensions`); read per session. */
+  val SqlSortEnabledKey: String = SqlSortEnabled.key
+
+  /**
+   * Whether each SQL sort left to Spark's sort (keys the native sort cannot encode) is logged at
+   * WARN rather than INFO, where PySpark's default log level shows it; read per session.
+   */
+  val SqlSortLogFallbacksKey: String = SqlSortLogFallbacks.key
+
+  /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
+  val KnownKeys: Seq[String] = Settings.map(_.key)
+
+  /** The limit for a plan created now in `task` (a task's read: see [[Setting]]). */
+  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long = MaxTempDirectorySize.in(task, conf)
+
+  /** The executor-wide limit for a plan created now in `task`. Unlimited by default. */
+  def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long = MaxExecutorTempDirectorySize.in(task, conf)
+
+  /** The cap on the memory of a native sort started now in `task` (Long.MaxValue: none, the default). */
+  def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long = SortMemoryBudget.in(task, conf)
 
   /**
    * How native spill files are written: `codec` (none, lz4, zstd), `zstdLevel`, and whether they
    * are encrypted, with a key of `keyBits`.
    */
   final case class SpillFormat(codec: String, zstdLevel: Int, encrypt: Boolean, keyBits: Int)
+
+  private val FormatSettings: Seq[Setting[_]] = Seq(CompressionCodec, ZstdLevel, EncryptionKeySizeBits)
 
   /**
    * The spill file format of an executor with `conf`: `spark.spillway.compression.codec` (default
@@ -71,135 +428,37 @@ object SpillwayConf {
    * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
    */
   def spillFormat(conf: SparkConf): SpillFormat = {
-    formatErrors(conf).headOption.foreach(e => throw new IllegalArgumentException(e))
+    FormatSettings.flatMap(_.error(conf)).headOption.foreach(e => throw new IllegalArgumentException(e))
+    // Spark's own keys as Spark reads them.
     val codec =
-      if (!conf.getBoolean("spark.shuffle.spill.compress", true)) "none"
-      else conf.get(CompressionCodecKey, "lz4").trim.toLowerCase(Locale.ROOT)
-    SpillFormat(codec, zstdLevel(conf).getOrElse(1), conf.getBoolean("spark.io.encryption.enabled", false),
-      conf.getInt("spark.io.encryption.keySizeBits", 128))
+      if (!conf.getBoolean(ShuffleSpillCompress.key, ShuffleSpillCompress.defaultValue)) "none"
+      else CompressionCodec.in(conf)
+    SpillFormat(codec, ZstdLevel.in(conf), conf.getBoolean(EncryptionEnabled.key, EncryptionEnabled.defaultValue),
+      EncryptionKeySizeBits.in(conf).toInt)
   }
 
-  private def zstdLevel(conf: SparkConf): Option[Int] =
-    conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).flatMap(intValue)
-
-  // String.toIntOption is Scala 2.13's.
-  private def intValue(v: String): Option[Int] = scala.util.Try(v.trim.toInt).toOption
-
-  private def formatErrors(conf: SparkConf): Seq[String] = {
-    val codec = conf.getOption(CompressionCodecKey).filterNot(c => Codecs.contains(c.trim.toLowerCase(Locale.ROOT))).map { c =>
-      s"Invalid value '$c' for $CompressionCodecKey: expected one of ${Codecs.mkString(", ")}"
-    }
-    val level = conf.getOption(ZstdLevelKey).orElse(conf.getOption("spark.io.compression.zstd.level")).filter { v =>
-      intValue(v).forall(l => l < 1 || l > 22)
-    }.map(v => s"Invalid zstd level '$v' for $ZstdLevelKey: expected an integer from 1 to 22")
-    val bits = conf.getOption("spark.io.encryption.keySizeBits").filter(v => !Set("128", "192", "256").contains(v.trim))
-      .map(v => s"Invalid value '$v' for spark.io.encryption.keySizeBits: expected 128, 192 or 256")
-    (codec ++ level ++ bits).toSeq
-  }
-
-  // ---- The native sorts' memory cache: executor-wide, read once per executor (SparkEnv). ----
-
   /**
-   * How long the memory a native sort gave back stays mapped, unused, for the next sorts of the
-   * executor (NativeSpill.configureMemoryCache): a time as Spark's own (`60s`, `2min`, `500ms`; a
-   * bare number is milliseconds); `0` turns the cache off.
-   */
-  val SortMemoryCacheIdleKey: String = "spark.spillway.sort.memoryCacheIdle"
-  private val SortMemoryCacheIdleDefault = "60s"
-
-  /**
-   * The memory cache's idle time, in milliseconds, of an executor with `conf` ([[SortMemoryCacheIdleKey]]).
+   * The memory cache's idle time, in milliseconds, of an executor with `conf` ([[SortMemoryCacheIdle]]).
    *
    * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
    */
-  def sortMemoryCacheIdleMs(conf: SparkConf): Long = {
-    memoryCacheErrors(conf).headOption.foreach(e => throw new IllegalArgumentException(e))
-    timeMs(conf.get(SortMemoryCacheIdleKey, SortMemoryCacheIdleDefault)).get
-  }
-
-  private def timeMs(v: String): Option[Long] =
-    scala.util.Try(JavaUtils.timeStringAsMs(v.trim)).toOption.filter(_ >= 0)
-
-  private def memoryCacheErrors(conf: SparkConf): Seq[String] =
-    conf.getOption(SortMemoryCacheIdleKey).filter(timeMs(_).isEmpty).map { v =>
-      s"Invalid value '$v' for $SortMemoryCacheIdleKey: expected a time such as 60s, 2min or 500ms, or 0 for no cache"
-    }.toSeq
-
-  /** Whether SQL sorts run as the native sort (`spillway.SpillwayExtensions`); read per session. */
-  val SqlSortEnabledKey: String = "spark.spillway.sql.sort.enabled"
+  def sortMemoryCacheIdleMs(conf: SparkConf): Long = SortMemoryCacheIdle.in(conf)
 
   /**
-   * Whether each SQL sort left to Spark's sort (keys the native sort cannot encode) is logged at
-   * WARN rather than INFO, where PySpark's default log level shows it; read per session.
-   */
-  val SqlSortLogFallbacksKey: String = "spark.spillway.sql.sort.logFallbacks"
-
-  /** The switches, true or false. */
-  private val BooleanKeys = Seq(SqlSortEnabledKey, SqlSortLogFallbacksKey)
-
-  /** The error for a value of the switch `key` other than true or false (any case, spaces around), if it is one. */
-  def booleanError(key: String, value: String): Option[String] =
-    if (Set("true", "false").contains(value.trim.toLowerCase(Locale.ROOT))) None
-    else Some(s"Invalid value '$value' for $key: expected true or false")
-
-  /** Every `spark.spillway.*` key Spillway reads; any other key under the prefix is a typo. */
-  val KnownKeys: Seq[String] =
-    settings.map(_.key) ++ Seq(CompressionCodecKey, ZstdLevelKey, SortMemoryCacheIdleKey) ++ BooleanKeys
-
-  // Registered with SQLConf so that `spark.conf.set`/`SET` accept the keys per session (Spark
-  // rejects session-level changes of keys registered only as core configs) and check the value
-  // there with [[parse]]. Session values reach tasks as local properties, for SQL/Dataset actions
-  // only. Each rejection says what to write instead (a checkValue's message would be fixed).
-  private def register(s: ByteSetting, doc: String): Unit =
-    SparkInternals.registerSessionConf(s.key, doc, "0.1.0", s.default) { v =>
-      parse(s, v).left.foreach(e => throw new IllegalArgumentException(e))
-    }
-
-  register(MaxTempDirectorySize,
-    "Limit on the bytes held in the live spill files of one native plan (one per task). A write " +
-      "that would exceed it fails with SpillLimitExceededException. 0 refuses every write; " +
-      "'unlimited' sets no limit. Read when a plan is created: the session value (SQL/Dataset " +
-      "actions only) first, then the Spark conf.")
-
-  // Opt-in (unlimited by default). Each plan keeps the value read at its creation, so no session
-  // changes another's running plans.
-  register(MaxExecutorTempDirectorySize,
-    "Limit on the bytes held in the live spill files of all native plans of one executor " +
-      "together, on top of each plan's own spark.spillway.maxTempDirectorySize. A write that " +
-      "would exceed it fails with SpillLimitExceededException naming this key. Read when a plan " +
-      "is created (the session value, for SQL/Dataset actions, first, then the Spark conf) and " +
-      "fixed for that plan. Unlimited by default.")
-
-  register(SortMemoryBudget,
-    "A cap on the bytes of records one native sort holds in memory before it writes a sorted " +
-      "run to disk. The sort takes its memory from the task's Spark execution memory as it grows, " +
-      "and spills when Spark grants no more, asks for memory back, or the cap is reached; " +
-      "'unlimited' (the default) sets no cap beyond Spark's grant. Read when a sort starts: the " +
-      "session value (SQL/Dataset actions only) first, then the Spark conf.")
-
-  /** The limit for a plan created now in `task`; see [[read]]. */
-  def maxTempDirectorySize(task: TaskContext, conf: SparkConf): Long = read(MaxTempDirectorySize, task, conf)
-
-  /** The executor-wide limit for a plan created now in `task`; see [[read]]. Unlimited by default. */
-  def maxExecutorTempDirectorySize(task: TaskContext, conf: SparkConf): Long =
-    read(MaxExecutorTempDirectorySize, task, conf)
-
-  /** The cap on the memory of a native sort started now in `task` (Long.MaxValue: none, the default); see [[read]]. */
-  def sortMemoryBudget(task: TaskContext, conf: SparkConf): Long = read(SortMemoryBudget, task, conf)
-
-  /**
-   * Checks every Spillway setting in `conf` (the driver's, at startup).
+   * Checks every Spillway setting in `conf` (the driver's, at startup), and the Spark keys Spillway
+   * checks.
    *
    * @return warnings about `spark.spillway.*` keys Spillway does not know, each naming the closest
    *     known key
    * @throws IllegalArgumentException listing every bad value, each with what to write instead
    */
   def validate(conf: SparkConf): Seq[String] = {
-    val errors = settings.flatMap(s => conf.getOption(s.key).flatMap(v => parse(s, v).left.toOption)) ++
-      formatErrors(conf) ++ memoryCacheErrors(conf) ++ BooleanKeys.flatMap(k => conf.getOption(k).flatMap(booleanError(k, _)))
+    val errors = (Settings ++ SparkKeys.filter(_.checked)).flatMap(_.error(conf))
     if (errors.nonEmpty) throw new IllegalArgumentException(errors.mkString("; "))
     conf.getAll.map(_._1).sorted.toSeq.flatMap(unknownKeyWarning)
   }
+
+  // ---- Unknown keys. ----
 
   /** The warning for `key` if it is under `spark.spillway.` but not a key Spillway reads (a typo). */
   def unknownKeyWarning(key: String): Option[String] =
@@ -236,56 +495,15 @@ object SpillwayConf {
     previous(b.length)
   }
 
-  /**
-   * The value of `s` for something created now in `task`: the task's local property (where SQL and
-   * Dataset actions put the session conf) first, then `conf`, then the default.
-   *
-   * @throws IllegalArgumentException naming the key and the value as given if it is not valid;
-   *     never falls back to the default silently
-   */
-  private def read(s: ByteSetting, task: TaskContext, conf: SparkConf): Long = {
-    val value = valueSet(s.key, task, conf).getOrElse(s.default)
-    parse(s, value) match {
-      case Right(bytes) => bytes
-      case Left(error) => throw new IllegalArgumentException(error)
-    }
-  }
+  // ---- Registration. ----
 
-  /** The value of `key` set for `task`: its local property (the session conf) first, then `conf`. */
-  private def valueSet(key: String, task: TaskContext, conf: SparkConf): Option[String] =
-    Option(task.getLocalProperty(key)).orElse(conf.getOption(key))
-
-  private val Units: Map[String, Int] = Map(
-    "" -> 0, "b" -> 0, "k" -> 1, "kb" -> 1, "m" -> 2, "mb" -> 2, "g" -> 3, "gb" -> 3, "t" -> 4, "tb" -> 4,
-    "p" -> 5, "pb" -> 5)
-  private val UnitNames = Seq("b", "k", "m", "g", "t", "p")
-  private val SizePattern = """([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)""".r
-
-  /**
-   * Parses a byte size as Spark writes them (`512m`, `10g`, `100` for bytes; binary units), or
-   * `unlimited` where allowed. Every rejection says what to write instead.
-   */
-  private def parse(s: ByteSetting, raw: String): Either[String, Long] = {
-    def invalid(why: String) = Left(s"Invalid value '$raw' for ${s.key}: $why; expected ${s.expected}")
-    val value = raw.trim.toLowerCase(Locale.ROOT)
-    value match {
-      case Unlimited if s.allowUnlimited => Right(Long.MaxValue)
-      case Unlimited => invalid("this setting cannot be unlimited")
-      case v if v.startsWith("-") => invalid("must not be negative")
-      case SizePattern(number, unit) if Units.contains(unit) =>
-        val bytes = BigDecimal(number) * BigDecimal(2).pow(10 * Units(unit))
-        if (number.contains('.')) { // as in Spark's byte strings
-          val exact = UnitNames.indices.reverse.map(i => bytes / BigDecimal(2).pow(10 * i) -> UnitNames(i))
-            .collectFirst { case (n, u) if n.isWhole => s"${n.toBigInt}$u" }
-          invalid(s"fractions are not supported${exact.fold("")(e => s" (write $e)")}")
-        } else if (bytes > BigDecimal(Long.MaxValue)) {
-          invalid(s"too large: the largest size is 8191p" +
-            (if (s.allowUnlimited) s"; write $Unlimited for no limit" else ""))
-        } else if (bytes < BigDecimal(s.minimum)) {
-          invalid(if (s.minimum == 1) "must be positive" else s"must be at least ${s.minimum}")
-        } else Right(bytes.toLongExact)
-      case SizePattern(_, unit) => invalid(s"unknown unit '$unit'")
-      case _ => invalid("not a size")
-    }
+  // The settings read in a task are registered with SQLConf, so that `spark.conf.set`/`SET` accept
+  // them per session (Spark rejects session-level changes of keys registered only as core configs)
+  // and check the value there with the setting's own check. Session values reach tasks as local
+  // properties, for SQL/Dataset actions only. Each rejection says what to write instead (a
+  // checkValue's message would be fixed). The per-session switches are read from the session
+  // itself when a query is planned.
+  Settings.filter(_.scope.perTask).foreach { s =>
+    SparkInternals.registerSessionConf(s.key, s"${s.doc} ${s.scope.meaning}", "0.1.0", s.default)(v => { s.valueOf(v); () })
   }
 }

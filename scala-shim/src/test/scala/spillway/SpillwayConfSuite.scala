@@ -120,6 +120,26 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     finally spark.conf.unset(Limit)
   }
 
+  test("the declarations: one per key, each known, and a session may set exactly those read in a task, checked") {
+    import SpillwayConf.Settings
+    assert(Settings.map(_.key).distinct == Settings.map(_.key) && Settings.forall(_.key.startsWith(SpillwayConf.Prefix)))
+    assert(SpillwayConf.KnownKeys == Settings.map(_.key))
+    assert(SpillwayConf.SparkKeys.forall(k => !k.key.startsWith(SpillwayConf.Prefix)))
+    assert(SpillwayConf.validate(conf(Settings.map(s => s.key -> s.default): _*)).isEmpty, "every default passes its check")
+    for (s <- Settings) {
+      val error = s.check("bogus!").left.getOrElse(fail(s"${s.key} took bogus!"))
+      assert(error.startsWith(s"Invalid ") && error.contains(s"'bogus!' for ${s.key}: "), error)
+      if (s.scope.perTask) {
+        val set = intercept[IllegalArgumentException](spark.conf.set(s.key, "bogus!"))
+        assert(TestFiles.causeChain(set).exists(_.getMessage.contains(error)), set)
+      } else {
+        // Read from the session when a query is planned, or once per executor: not registered.
+        spark.conf.set(s.key, "bogus!")
+        spark.conf.unset(s.key)
+      }
+    }
+  }
+
   test("with the plugin, a bad value fails SparkContext creation at once, before any executor starts") {
     val result = ChildJvm.run(PluginProbe.getClass.getName.stripSuffix("$"),
       ChildJvm.sparkOptions ++ ChildJvm.libraryOption :+ "-Xmx512m",

@@ -1,6 +1,5 @@
 package spillway.sql
 
-import java.util.Locale
 import java.util.concurrent.atomic.AtomicBoolean
 
 import scala.util.Try
@@ -202,7 +201,7 @@ object SpillwaySortRule extends AdaptiveSparkPlanHelper {
    *
    * @throws IllegalArgumentException for a value other than true or false
    */
-  def enabled(session: SparkSession): Boolean = switch(session, EnabledKey).getOrElse(true)
+  def enabled(session: SparkSession): Boolean = SpillwayConf.SqlSortEnabled.in(session)
 
   /**
    * Whether the session logs each sort left to Spark's sort at WARN (else INFO):
@@ -210,13 +209,7 @@ object SpillwaySortRule extends AdaptiveSparkPlanHelper {
    *
    * @throws IllegalArgumentException for a value other than true or false
    */
-  def logFallbacks(session: SparkSession): Boolean = switch(session, LogFallbacksKey).getOrElse(false)
-
-  private def switch(session: SparkSession, key: String): Option[Boolean] =
-    session.conf.getOption(key).map { v =>
-      SpillwayConf.booleanError(key, v).foreach(e => throw new IllegalArgumentException(e))
-      v.trim.toLowerCase(Locale.ROOT) == "true"
-    }
+  def logFallbacks(session: SparkSession): Boolean = SpillwayConf.SqlSortLogFallbacks.in(session)
 
   /** Why `sort` must stay Spark's, or None if the native sort can run it. */
   def fallbackReason(sort: SortExec): Option[String] =
