@@ -109,9 +109,46 @@ impl SpillwayStats {
     }
 }
 
-/// The C ABI's entry points, copied out of the library (which is never unloaded).
-struct Functions {
+// The C ABI's functions this crate binds, each declared once here: its field (the symbol without
+// `spillway_`) and its type. `Functions` and its binding are made from this list, and a test
+// checks it against include/spillway.h, function for function and type for type.
+macro_rules! c_abi {
+    ($($field:ident: $ty:ty,)*) => {
+        /// The C ABI's entry points, copied out of the library (which is never unloaded).
+        struct Functions {
+            $($field: $ty,)*
+        }
+
+        /// Binds every function of the list, or names the first symbol the library lacks.
+        fn bind_functions(
+            library: &Library,
+            missing: impl Fn(&str, libloading::Error) -> SpillwayError,
+        ) -> Result<Functions, SpillwayError> {
+            Ok(Functions {
+                $($field: {
+                    let name = concat!("spillway_", stringify!($field));
+                    // SAFETY: the symbol's type is the one include/spillway.h declares for it
+                    // (checked by the tests below).
+                    *unsafe { library.get::<$ty>(concat!("spillway_", stringify!($field), "\0").as_bytes()) }
+                        .map_err(|e| missing(name, e))?
+                },)*
+            })
+        }
+
+        /// Each bound symbol and the name of its Rust type, for the test against the header.
+        #[cfg(test)]
+        const BOUND_FUNCTIONS: &[(&str, fn() -> &'static str)] = &[
+            $((concat!("spillway_", stringify!($field)), || std::any::type_name::<$ty>()),)*
+        ];
+    };
+}
+
+// spillway_abi_version, a VersionFn, is bound alone first (in `bind`): a library of another version
+// is told so, not that it lacks a function.
+c_abi! {
     configure_format: ConfigureFormatFn,
+    stats_count: StatsCountFn,
+    stats_describe: StatsDescribeFn,
     stats_read: StatsReadFn,
     stats_value: StatsValueFn,
     local_dirs_register: DirsRegisterFn,
@@ -531,30 +568,8 @@ fn bind(library: Library, path: PathBuf) -> Result<Spillway, SpillwayError> {
             ),
         ));
     }
-    let fns = Functions {
-        configure_format: sym!("spillway_configure_format"),
-        stats_read: sym!("spillway_stats_read"),
-        stats_value: sym!("spillway_stats_value"),
-        local_dirs_register: sym!("spillway_local_dirs_register"),
-        local_dirs_release: sym!("spillway_local_dirs_release"),
-        plan_create_in: sym!("spillway_plan_create_in"),
-        plan_create: sym!("spillway_plan_create"),
-        plan_release: sym!("spillway_plan_release"),
-        plan_used_disk_space: sym!("spillway_plan_used_disk_space"),
-        file_create: sym!("spillway_file_create"),
-        file_write: sym!("spillway_file_write"),
-        file_finish: sym!("spillway_file_finish"),
-        file_size: sym!("spillway_file_size"),
-        file_path: sym!("spillway_file_path"),
-        file_release: sym!("spillway_file_release"),
-        reader_open: sym!("spillway_reader_open"),
-        reader_read: sym!("spillway_reader_read"),
-        reader_close: sym!("spillway_reader_close"),
-    };
-    let counters = counters(
-        sym!("spillway_stats_count"),
-        sym!("spillway_stats_describe"),
-    )?;
+    let fns = bind_functions(&library, missing)?;
+    let counters = counters(fns.stats_count, fns.stats_describe)?;
     Ok(Spillway {
         fns,
         counters,
@@ -653,4 +668,167 @@ fn loaded_objects() -> Vec<CString> {
     // SAFETY: the callback only reads info and appends to names, which outlives the call.
     unsafe { dl_iterate_phdr(collect, (&mut names as *mut Vec<CString>).cast()) };
     names
+}
+
+/// The bindings against the header they are written from: include/spillway.h, read as the
+/// compiler reads it. A function added to, removed from or changed in the header, or a constant
+/// that differs, fails here until this file follows.
+#[cfg(test)]
+mod header_tests {
+    use super::*;
+
+    const HEADER: &str = include_str!("../../include/spillway.h");
+
+    /// The header without its comments.
+    fn code() -> String {
+        let mut out = String::new();
+        let mut rest = HEADER;
+        while let Some(start) = rest.find("/*") {
+            out.push_str(&rest[..start]);
+            let end = rest[start..].find("*/").expect("a comment that ends") + start + 2;
+            rest = &rest[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The header's functions, each as its symbol and the Rust type that binds it.
+    fn header_functions() -> Vec<(String, String)> {
+        let c_char = std::any::type_name::<c_char>();
+        let code = code();
+        code.split(';')
+            .map(|decl| decl.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter_map(|decl| {
+                decl.find("int32_t spillway_")
+                    .map(|at| decl[at..].to_string())
+            })
+            .map(|decl| {
+                let open = decl.find('(').expect("a prototype");
+                let name = decl["int32_t ".len()..open].to_string();
+                let params = decl[open + 1..decl.rfind(')').expect("a prototype")].trim();
+                let rust: Vec<String> = if params == "void" {
+                    Vec::new()
+                } else {
+                    params
+                        .split(',')
+                        .map(|p| rust_type(p.trim(), c_char))
+                        .collect()
+                };
+                (
+                    name,
+                    format!("unsafe extern \"C\" fn({}) -> i32", rust.join(", ")),
+                )
+            })
+            .collect()
+    }
+
+    /// The Rust type of one C parameter (`const char *const *local_dirs`): each `*` is `*const`
+    /// when what it points to is const, `*mut` otherwise.
+    fn rust_type(param: &str, c_char: &str) -> String {
+        let spaced = param.replace('*', " * ");
+        let mut tokens: Vec<&str> = spaced.split_whitespace().collect();
+        tokens.pop(); // the parameter's name
+        let mut pointee_const = tokens[0] == "const";
+        let base = if pointee_const { tokens[1] } else { tokens[0] };
+        let mut rust = match base {
+            "int32_t" => "i32".to_string(),
+            "int64_t" => "i64".to_string(),
+            "uint8_t" => "u8".to_string(),
+            "char" => c_char.to_string(),
+            "spillway_error" => "RawError".to_string(),
+            other => panic!("no Rust type for the C type {other} in {param:?}"),
+        };
+        for (i, t) in tokens
+            .iter()
+            .enumerate()
+            .skip(if pointee_const { 2 } else { 1 })
+        {
+            if *t == "*" {
+                rust = format!("*{} {rust}", if pointee_const { "const" } else { "mut" });
+                pointee_const = tokens.get(i + 1) == Some(&"const");
+            }
+        }
+        rust
+    }
+
+    /// A type's name without module paths (`spillway_datafusion::library::RawError` is `RawError`).
+    fn unqualified(name: &str) -> String {
+        let mut out = String::new();
+        for (i, part) in name.split("::").enumerate() {
+            if i > 0 {
+                let keep = out
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |at| at + 1);
+                out.truncate(keep);
+            }
+            out.push_str(part);
+        }
+        out
+    }
+
+    #[test]
+    fn every_function_of_the_header_is_bound_with_its_type() {
+        let mut header = header_functions();
+        header.sort();
+        let version: (&str, fn() -> &'static str) = ("spillway_abi_version", || {
+            std::any::type_name::<VersionFn>()
+        });
+        let mut bound: Vec<(String, String)> = BOUND_FUNCTIONS
+            .iter()
+            .chain([&version])
+            .map(|(name, ty)| (name.to_string(), unqualified(ty())))
+            .collect();
+        bound.sort();
+        assert!(
+            header.len() >= 20,
+            "found only {} functions in the header",
+            header.len()
+        );
+        let only_header: Vec<_> = header.iter().filter(|f| !bound.contains(f)).collect();
+        let only_bound: Vec<_> = bound.iter().filter(|f| !header.contains(f)).collect();
+        assert!(
+            only_header.is_empty() && only_bound.is_empty(),
+            "the bindings differ from include/spillway.h:\n in the header: {only_header:#?}\n bound here: {only_bound:#?}"
+        );
+    }
+
+    /// `#define NAME value` of the header, as written.
+    fn define(name: &str) -> String {
+        let code = code();
+        let line = code
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq(["#define", name]))
+            .unwrap_or_else(|| panic!("the header defines no {name}"));
+        line.split_whitespace().nth(2).expect("a value").to_string()
+    }
+
+    #[test]
+    fn the_constants_are_the_headers() {
+        assert_eq!(define("SPILLWAY_ABI_VERSION"), ABI_VERSION.to_string());
+        assert_eq!(
+            define("SPILLWAY_ERROR_MESSAGE_SIZE"),
+            std::mem::size_of::<RawError>().to_string()
+        );
+        for (name, status) in [
+            ("SPILLWAY_ERR_IO", Status::Io),
+            ("SPILLWAY_ERR_INVALID_ARGUMENT", Status::InvalidArgument),
+            ("SPILLWAY_ERR_INVALID_HANDLE", Status::InvalidHandle),
+            ("SPILLWAY_ERR_LIMIT_EXCEEDED", Status::LimitExceeded),
+            ("SPILLWAY_ERR_INTERNAL", Status::Internal),
+        ] {
+            assert_eq!(
+                Status::from_code(define(name).parse().unwrap()),
+                status,
+                "{name}"
+            );
+        }
+        assert_eq!(
+            StatKind::from_code(define("SPILLWAY_STAT_COUNT").parse().unwrap()),
+            StatKind::Count
+        );
+        assert_eq!(
+            StatKind::from_code(define("SPILLWAY_STAT_LEVEL").parse().unwrap()),
+            StatKind::Level
+        );
+    }
 }
