@@ -12,7 +12,11 @@ LIB := build/libspillway.so
 GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
 # The library's main package: it links the JNI door (jni/) and the C ABI (capi/) side by side.
 LIB_MAIN := ./cmd/libspillway
-LIB_EXPORTS := $(CURDIR)/cmd/libspillway/exports.map
+# The linker's version script, made from include/spillway.h (the one list of the C ABI's
+# functions): the JNI entry points (Java_spillway_NativeSpill_*, JNI_OnLoad; the test build's
+# floor, Java_spillway_bench_NativeFloor_*, which the product does not have) and the header's
+# functions, nothing else.
+LIB_EXPORTS := $(CURDIR)/build/exports.map
 
 .PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean
 
@@ -20,10 +24,15 @@ all: lib
 
 lib: $(LIB)
 
-# The version script exports exactly the JNI entry points (Java_spillway_NativeSpill_*, JNI_OnLoad)
-# and the C ABI (the functions of include/spillway.h; make test-c checks both lists against the
-# library), nothing else; -s -w drop the symbol tables, Go's own stack traces still work.
-$(LIB): $(GO_SOURCES)
+$(LIB_EXPORTS): include/spillway.h
+	@mkdir -p build
+	{ echo '{ global: Java_spillway_NativeSpill_*; Java_spillway_bench_NativeFloor_*; JNI_OnLoad;'; \
+	  sed -nE 's/^int32_t (spillway_[a-z_]+)\(.*/  \1;/p' include/spillway.h; \
+	  echo '  local: *; };'; } > $@
+
+# Built with the version script (make test-c checks the library's exports against the header);
+# -s -w drop the symbol tables, Go's own stack traces still work.
+$(LIB): $(GO_SOURCES) $(LIB_EXPORTS)
 	@mkdir -p build
 	go build -buildmode=c-shared -trimpath \
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
@@ -36,7 +45,7 @@ LIB_TESTHOOKS := build/libspillway-testhooks.so
 
 lib-testhooks: $(LIB_TESTHOOKS)
 
-$(LIB_TESTHOOKS): $(GO_SOURCES)
+$(LIB_TESTHOOKS): $(GO_SOURCES) $(LIB_EXPORTS)
 	@mkdir -p build
 	go build -buildmode=c-shared -trimpath -tags spillway_testhooks \
 		-ldflags="-s -w -extldflags=-Wl,--version-script=$(LIB_EXPORTS)" \
@@ -50,7 +59,7 @@ LIB_ARM64 := build/native/linux/arm64/libspillway.so
 
 lib-arm64: $(LIB_ARM64)
 
-$(LIB_ARM64): $(GO_SOURCES)
+$(LIB_ARM64): $(GO_SOURCES) $(LIB_EXPORTS)
 	@command -v aarch64-linux-gnu-gcc >/dev/null || \
 		{ echo "lib-arm64 needs aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu" >&2; exit 1; }
 	@mkdir -p $(dir $@)
