@@ -310,14 +310,21 @@ object SpillwayConf {
 
   /**
    * How long the memory a native sort gave back stays mapped, unused, for the next sorts of the
-   * executor (NativeSpill.configureMemoryCache); `0` turns the cache off.
+   * executor (NativeSpill.configureMemoryCache). Off (`0`) by default: freed memory goes back to
+   * the OS at once, so a sort's memory ends with its task; the cache is an opt-in.
    */
   val SortMemoryCacheIdle: Setting[Long] = setting("spark.spillway.sort.memoryCacheIdle", Scope.Executor)
-    .doc("""How long the memory a native sort gave back stays mapped, unused, for the next sorts of the executor
-      (the `nativeCachedBytes` gauge); `0` turns the cache off, and the sorts' memory goes back to the OS the moment
-      they free it.""")
+    .doc("""How long memory a native sort freed stays mapped, unused, for the executor's next sorts to take (the
+      `nativeCachedBytes` gauge). `0`, the default, turns the cache off: freed native sort memory goes back to the
+      OS at once, so a sort's memory ends with its task. The cache is an opt-in for executors whose sorts follow
+      one another closely: it spares the next sort the kernel's clearing of fresh pages on first touch, which in a
+      virtual machine whose host reclaims freed guest memory cost a sort up to hundreds of milliseconds of system
+      time. What it costs an executor's sizing when on: the memory it keeps, up to what the executor's sorts held
+      at their peak, stays mapped outside Spark's memory accounting for up to this idle time after the sorts free
+      it (advised `MADV_FREE`, so the kernel takes it back first when memory is short); count it in the
+      container's memory overhead.""")
     .time("a time such as 60s, 2min or 500ms, or 0 for no cache")
-    .withDefault("60s")
+    .withDefault("0")
 
   /** The codecs of native spill files. */
   val Codecs: Seq[String] = Seq("none", "lz4", "zstd")
@@ -438,7 +445,8 @@ object SpillwayConf {
   }
 
   /**
-   * The memory cache's idle time, in milliseconds, of an executor with `conf` ([[SortMemoryCacheIdle]]).
+   * The memory cache's idle time, in milliseconds, of an executor with `conf` ([[SortMemoryCacheIdle]]);
+   * 0, no cache, by default.
    *
    * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
    */

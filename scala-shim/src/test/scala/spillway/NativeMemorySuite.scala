@@ -19,9 +19,9 @@ import org.scalatest.funsuite.AnyFunSuite
  * 320 MiB in a real Spark task, in the default on-heap mode with no cap, holds its records
  * resident at its peak (so the test measures something), and once the task ends — the sort
  * completed, failed, cancelled, or abandoned by a LIMIT — nothing is mapped for a sort, what it
- * freed is kept for the next sorts (the library's cache), and once the cache has let it go (2 s
- * unused here, `spark.spillway.sort.memoryCacheIdle`) the process is back within 64 MiB of where
- * it was, its Go heap near its idle size.
+ * freed is kept for the next sorts (the library's cache, an opt-in turned on here:
+ * `spark.spillway.sort.memoryCacheIdle` of 2 s), and once the cache has let it go the process is
+ * back within 64 MiB of where it was, its Go heap near its idle size.
  */
 class NativeMemorySuite extends AnyFunSuite with LocalSpark {
   import NativeMemorySuite._
@@ -34,8 +34,9 @@ class NativeMemorySuite extends AnyFunSuite with LocalSpark {
 
   private def run(way: Way): Unit = sc.parallelize(Seq(0), 1).foreach(_ => sortInTask(way))
 
+  // The cache is on here (2 s), though off by default, so that what it keeps and lets go is seen.
   private def cacheLetGo(): Unit =
-    eventually(timeout(20.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L)) // 2 s, not the default 60
+    eventually(timeout(20.seconds), interval(100.millis))(assert(NativeStats.read()("nativeCachedBytes") == 0L))
 
   override def beforeAll(): Unit = {
     super.beforeAll()

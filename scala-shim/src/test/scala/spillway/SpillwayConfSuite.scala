@@ -69,9 +69,10 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     assert(SpillwayConf.validate(conf(CompressionCodecKey -> "zstd", ZstdLevelKey -> "3")).isEmpty, "known keys, no warning")
   }
 
-  test("the sorts' memory cache: a time as Spark's, 60s by default, 0 for none, every bad value named") {
+  test("the sorts' memory cache: off (0) by default, an opt-in time as Spark's, every bad value named") {
     import SpillwayConf.{SortMemoryCacheIdleKey => Idle}
-    assert(SpillwayConf.sortMemoryCacheIdleMs(conf()) == 60000L)
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf()) == 0L, "no cache unless asked: memory ends with its task")
+    assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> "60s")) == 60000L)
     assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> " 2min ")) == 120000L)
     assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> "500ms")) == 500L)
     assert(SpillwayConf.sortMemoryCacheIdleMs(conf(Idle -> "0")) == 0L, "no cache")
