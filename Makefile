@@ -90,7 +90,15 @@ publish-local: $(JAR_LIBS)
 demo: lib
 	$(SBT) demo/run
 
-test: test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example
+test: docs-check test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example
+
+# The docs against the code (project/check-docs.py, Python 3 alone): every relative link and
+# heading anchor in the tracked Markdown resolves, every `make <target>` they name is a target
+# here, every spark.spillway.* key they name is declared in SpillwayConf.scala, and every figure
+# in README.md appears on a page of docs/benchmarks/. A second or two.
+.PHONY: docs-check
+docs-check:
+	python3 project/check-docs.py
 
 # jni's tests host a real JVM in the test binary (through jnigi) and call the JNI entry points
 # with its JNIEnv; they run under -race like the rest. The extsort package takes about 7 minutes
