@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs
 
 all: lib
 
@@ -267,6 +267,12 @@ bench-datafusion: lib
 
 bench-sort: lib
 	$(SBT) "bench/runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
+
+# The generated parts of the docs, each rewritten from its one source: the configuration page's
+# tables from the settings' declarations in SpillwayConf (spillway.ConfDocs). make test fails when a
+# committed page differs from what its source generates (spillway.ConfDocsSuite).
+docs:
+	$(SBT) "spillway/Test/runMain spillway.ConfDocs $(CURDIR)/docs/user-guide/configuration.md"
 
 clean:
 	rm -rf build target project/target project/project scala-shim/demo/target scala-shim/bench/target scala-shim/lines

@@ -52,7 +52,7 @@ object SpillwayConf {
       "is checked when it is set; it reaches SQL and Dataset actions only, not RDD actions"
 
     case object PerPlan extends Scope("per plan",
-      s"Read when a task's plan is created (its first spill file or native sort), $FromTask. Fixed for that plan.") {
+      s"Read when a task's plan is created (at its first native sort or spill file), $FromTask. Fixed for that plan.") {
       override def perTask: Boolean = true
     }
 
@@ -364,8 +364,8 @@ object SpillwayConf {
     .withDefault("true")
 
   val SparkZstdLevel: Setting[Int] = sparkKey("spark.io.compression.zstd.level", checked = false)
-    .doc("""The zstd level of native spill files where `spark.spillway.compression.zstd.level` is not set, checked
-      as that key.""")
+    .doc("""The zstd level of native spill files where `spark.spillway.compression.zstd.level` is not set;
+      checked by Spillway as that key, on the driver and the executor (1 to 22).""")
     .intRange(1, 22, noun = "zstd level")
     .withDefault("1")
 
@@ -376,7 +376,8 @@ object SpillwayConf {
     .withDefault("false")
 
   val EncryptionKeySizeBits: Setting[String] = sparkKey("spark.io.encryption.keySizeBits", checked = true)
-    .doc("""The size of that key, in bits. Checked by Spillway on the driver and the executor.""")
+    .doc("""The size of the AES key of encrypted native spill files, in bits; checked by Spillway on the driver and
+      the executor (128, 192 or 256).""")
     .oneOf(Seq("128", "192", "256"), ignoreCase = false, listed = "128, 192 or 256")
     .withDefault("128")
 
