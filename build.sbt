@@ -216,7 +216,7 @@ lazy val demo35_212 = Project("demo35_212", file("scala-shim/lines/demo35_212"))
     target := (ThisBuild / baseDirectory).value / "target" / "demo35_212"
   )
 
-// The benchmarks (see BENCHMARKS.md): JMH through the real library (`make bench`; Java sources in
+// The benchmarks (see docs/benchmarks/index.md): JMH through the real library (`make bench`; Java sources in
 // scala-shim/bench/src/main/java) and Spark's sorts against Spillway's (`make bench-sort`, `make
 // bench-sql`; Scala sources, run with `bench/runMain` on the full classpath). JMH's annotation
 // processor, found on the compile classpath, generates the harness and META-INF/BenchmarkList at

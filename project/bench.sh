@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Spillway benchmark side by side and writes build/bench/report.md (`make bench` runs
-# this after `make lib lib-testhooks`; BENCHMARKS.md holds the latest report):
+# this after `make lib lib-testhooks`; the pages under docs/benchmarks/ hold the latest figures):
 #
 #   1. JMH, through the real library (spillway.NativeSpill, spillway.SpillPlan): plan lifecycle
 #      against the eager baseline and the floor (one empty call, in the library's test build),
@@ -151,4 +151,4 @@ loads+=("end: $(load)")
 
 echo
 cat "$out/report.md"
-say "done in $(( $(date +%s) - started )) s; report in build/bench/report.md (copy it into BENCHMARKS.md)"
+say "done in $(( $(date +%s) - started )) s; report in build/bench/report.md (its tables go onto the pages under docs/benchmarks/)"

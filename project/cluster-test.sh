@@ -9,7 +9,7 @@
 # (ClusterDemo checks these inside the application: exit status 0 and `cluster-demo-result=passed`);
 # and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
 # executors run under a hard memory limit (a memory cgroup each worker's executors join), sized as
-# README "Memory" sizes a container in off-heap mode, while a native SQL sort spills: none may be
+# docs/user-guide/memory.md ("Sizing executors") sizes a container in off-heap mode, while a native SQL sort spills: none may be
 # killed for memory (ClusterDemo's step 4; the limit's peak is printed). The
 # cluster's state comes from the master's JSON API, never from its log text.
 #
@@ -134,7 +134,7 @@ master_started() { master_state workers >/dev/null 2>&1; }
 wait_for 120 "the master to start (see $cluster/master.log)" master_started
 log "master at $master"
 
-# The executors' containers, sized as README "Memory" says for off-heap mode: executor memory +
+# The executors' containers, sized as docs/user-guide/memory.md ("Sizing executors") says for off-heap mode: executor memory +
 # off-heap size + overhead. Each worker's executors join a memory cgroup of that limit as they
 # start: the worker runs them with a java that joins the cgroup named in its environment, then
 # becomes the real java (the worker itself stays outside).

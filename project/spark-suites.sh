@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Apache Spark's own SQL suites with Spillway's SQL extension on, against the same suites with it
-# off: every test that passes off must pass on (`make spark-suites`; README "Spark's own suites").
+# off: every test that passes off must pass on (`make spark-suites`; docs/development.md, "Spark's own suites").
 #
 # The suites come from Spark's test jars (spark-sql, spark-catalyst and spark-core, classifier
 # `tests`), which the sbt project `sparkSuites` (build.sbt) resolves with the test libraries

@@ -26,7 +26,7 @@ var (
 	faultLifecycles = flag.Int("spill.lifecycles", 10_000, "plan lifecycles TestRandomFaults runs")
 )
 
-// faultCounts tallies what TestRandomFaults injected, for RELIABILITY.md.
+// faultCounts tallies what TestRandomFaults injected, for docs/reliability.md.
 type faultCounts struct {
 	injected     [errorfs.NumOps][3]atomic.Int64 // by Op, by errno index
 	dirsRemoved  int

@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 
 /**
- * The JNI contract of libspillway (see README.md, "Architecture"). Clients outside this
+ * The JNI contract of libspillway (see docs/design/architecture.md). Clients outside this
  * repository call these methods directly: signatures and semantics are fixed.
  *
  * <p>Handles are opaque {@code long}s. Errors: {@link IllegalArgumentException} for bad arguments,
@@ -125,7 +125,7 @@ public final class NativeSpill {
   // A framed file is cut into chunks, each compressed with the process's codec (stored as is when
   // that does not shrink it), then sealed with AES-GCM under a key made in this process's memory
   // and never written anywhere, or checked by CRC-32C when encryption is off. The format is
-  // specified in docs/spill-file-format.md. Limits and usedDiskSpace count a framed file's bytes
+  // specified in docs/design/spill-file-format.md. Limits and usedDiskSpace count a framed file's bytes
   // on disk: compressed, with framing.
 
   /**

@@ -21,7 +21,7 @@ final case class DataFusionSortObservation(
 
 /**
  * The Comet scenario in miniature (a native engine spilling through its task's plan, as
- * docs/c-abi.md describes), on real Spark (local mode, one local dir): a task hands its TaskSpill
+ * docs/design/c-abi.md describes), on real Spark (local mode, one local dir): a task hands its TaskSpill
  * plan to a Rust JNI library (spillway-datafusion's example datafusion_task_sort_jni) that runs
  * DataFusion's own SortExec under a small memory pool, so that it spills through
  * SpillwayTempFileFactory over the adopted plan. The temp-dir lifecycle is the one the JVM's plans

@@ -11,7 +11,7 @@ import org.scalatest.{BeforeAndAfterAll, BeforeAndAfterEach}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The JNI bad-input matrix of RELIABILITY.md: every NativeSpill method against null, empty,
+ * The JNI bad-input matrix of docs/reliability.md: every NativeSpill method against null, empty,
  * negative, out-of-range, released, never-issued, wrong-kind and other plans' handles. Each must be
  * the contract's exception — IllegalArgumentException for a bad argument, IllegalStateException for
  * an unknown, released or wrong-kind handle — and must leave every live plan, file and sort exactly
@@ -36,7 +36,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
   private val gBytes = TestFiles.pattern(77, 2)
   private val record = batch("key".getBytes("UTF-8") -> "value".getBytes("UTF-8"))
 
-  // Every expectation checked, by exception kind: the figure for RELIABILITY.md.
+  // Every expectation checked, by exception kind: the figure for docs/reliability.md.
   private var argumentCases = 0
   private var stateCases = 0
 

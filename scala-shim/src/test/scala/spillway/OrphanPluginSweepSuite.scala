@@ -7,7 +7,7 @@ import org.apache.spark.sql.SparkSession
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The orphans of killed executors (RELIABILITY.md), end to end: an executor-like JVM killed with
+ * The orphans of killed executors (docs/reliability.md), end to end: an executor-like JVM killed with
  * SIGKILL while spilling into a `blockmgr-*` dir leaves its plan dir; the next executor start on
  * the same local dirs (Spark in local mode with spark.plugins=spillway.SpillwayPlugin, whose
  * executor component sweeps its own and sibling block manager dirs) removes it, while a live JVM's

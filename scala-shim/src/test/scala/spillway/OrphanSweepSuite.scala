@@ -10,7 +10,7 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The orphans of killed executors (RELIABILITY.md), with real second JVMs: an executor-like child
+ * The orphans of killed executors (docs/reliability.md), with real second JVMs: an executor-like child
  * killed with SIGKILL while it spills leaves its plan dir and owner lock; NativeSpill.sweepOrphans
  * removes exactly those, found through the free flock, while a live child's dir (and this JVM's own
  * live plan's dir) stays; no planted symlink is followed and nothing outside the given dir is

@@ -14,7 +14,7 @@ import org.apache.spark.{SparkEnv, TaskContext, TaskKilledException}
 import org.apache.spark.sql.SparkSession
 
 /**
- * The Spark soak of RELIABILITY.md ("JVM: the Spark soak"): Spark in local mode, many concurrent
+ * The Spark soak of docs/reliability.md ("JVM: the Spark soak"): Spark in local mode, many concurrent
  * tasks for a bounded time, tasks that randomly spill (TaskSpill plans), sort natively (the native
  * sort of a plan of their own, released by a task completion listener), fail (throw) and get
  * cancelled mid-spill (job group cancellation from another thread). Afterwards nothing may be left

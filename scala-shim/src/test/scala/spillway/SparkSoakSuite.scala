@@ -3,7 +3,7 @@ package spillway
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The Spark soak of RELIABILITY.md: runs SparkSoak in a child JVM (its own Spark in local mode, its
+ * The Spark soak of docs/reliability.md: runs SparkSoak in a child JVM (its own Spark in local mode, its
  * own resident memory to measure) and passes only if the child's checks all hold: nothing left
  * under the local dirs, no live plan or byte in the library, no leak-like growth of VmRSS or the Go
  * heap.

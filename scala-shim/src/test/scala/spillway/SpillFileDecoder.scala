@@ -11,7 +11,7 @@ import com.github.luben.zstd.Zstd
 import net.jpountz.lz4.LZ4Factory
 
 /**
- * A decoder of the spill file format written from docs/spill-file-format.md alone, in test code:
+ * A decoder of the spill file format written from docs/design/spill-file-format.md alone, in test code:
  * the product reads its files only through the library. SpillFileVectorsSuite reads the shared
  * vectors with it, so that the spec and the vectors are shown to be enough for a reader that
  * shares no code with the library's (lz4 and zstd from the JVM's own libraries, AES-GCM, HKDF and

@@ -11,7 +11,7 @@ import spillway.SpillFileDecoder.{ChunkError, Fault, HeaderError}
 
 /**
  * The shared vectors of the spill file format (testdata/spillfile, its README), read on the JVM by
- * [[SpillFileDecoder]], a reader written from docs/spill-file-format.md that shares no code with
+ * [[SpillFileDecoder]], a reader written from docs/design/spill-file-format.md that shares no code with
  * the library's; the Go test (spill/chunkfile TestVectors) reads them with the library's reader
  * and checks each `.error` message exactly. Every file in the folder is checked, none by a
  * hard-coded name, so a new vector cannot be skipped silently:

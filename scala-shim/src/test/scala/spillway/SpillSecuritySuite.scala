@@ -11,7 +11,7 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The security checks of RELIABILITY.md ("JVM: security"), through the real library: plan dirs
+ * The security checks of docs/reliability.md ("JVM: security"), through the real library: plan dirs
  * 0700, spill files and owner locks 0600; symlinks planted where a plan dir, a lock or a file could
  * go are never followed; a plan's files live only in its own dirs; handles of released plans never
  * reach a plan created later.

@@ -13,7 +13,7 @@ import spillway.SortBatch
  * Encodes the sort keys of a row as bytes whose unsigned lexicographic order is Spark's order of
  * the keys (`SortOrder` with its direction and null ordering), so that the native sort stays a
  * byte sort that knows nothing of Spark's types. The format is described in
- * docs/sql-sort-key-encoding.md; in short, per key: a null-flag byte, then for a non-null value an
+ * docs/design/sql-sort-key-encoding.md; in short, per key: a null-flag byte, then for a non-null value an
  * order-preserving, prefix-free encoding of it, with every byte inverted when descending, and for a
  * null of a fixed-width type the encoding of zero, so that such keys all have one length.
  *

@@ -29,7 +29,7 @@ import org.openjdk.jmh.util.ListStatistics;
 import org.openjdk.jmh.util.Statistics;
 
 /**
- * Runs every JMH benchmark that sets Spillway side by side with its baseline (BENCHMARKS.md) in
+ * Runs every JMH benchmark that sets Spillway side by side with its baseline (docs/benchmarks/index.md) in
  * one go and writes the Markdown tables: medians, the spread JMH reports, and the ratios the goals
  * are stated in. project/bench.sh runs it; it can also be run alone:
  *

@@ -19,7 +19,7 @@ import java.util.function.Function;
  * {@code <kind>-<plans>.txt} (the same and {@code plans} plans). project/bench.sh runs it:
  *
  * <pre>
- * java -cp CLASSPATH spillway.bench.SyscallReport STRACE_DIR PLANS OUT.md
+ * java -cp CLASSPATH spillway.bench.SyscallReport STRACE_DIR PLANS OUT_FILE
  * </pre>
  */
 public final class SyscallReport {
@@ -31,7 +31,7 @@ public final class SyscallReport {
 
   public static void main(String[] args) throws IOException {
     if (args.length != 3) {
-      System.err.println("usage: SyscallReport STRACE_DIR PLANS OUT.md");
+      System.err.println("usage: SyscallReport STRACE_DIR PLANS OUT_FILE");
       System.exit(2);
     }
     Path dir = Paths.get(args[0]);

@@ -40,7 +40,7 @@ final case class ExecutorReport(
  *     cluster manager starts a replacement in the same application dir, whose plugin must sweep it;
  *  4. a SQL ORDER BY of wide rows runs as the native sort (with `spark.sql.extensions=
  *     spillway.SpillwayExtensions`) and spills, its result in order; project/cluster-test.sh runs
- *     the executors under a hard memory limit sized as README "Memory" says, which they must not
+ *     the executors under a hard memory limit sized as docs/user-guide/memory.md ("Sizing executors") says, which they must not
  *     pass (its rows and off-heap memory: [[SortRows]], `spark.memory.offHeap.size` given there).
  *
  * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
