@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -181,7 +181,7 @@ SUITES ?= $(LINE_SUITES)
 test-line: lib
 	$(SBT) "$(LINE)/testOnly $(SUITES)"
 
-# The soak of RELIABILITY.md for longer than the 90 s loop make test runs (spillway.SparkSoakSuite):
+# The soak of docs/reliability.md for longer than the 90 s loop make test runs (spillway.SparkSoakSuite):
 # Spark tasks in local mode that spill, sort, fail and get cancelled, then nothing may be left on
 # disk or in the library and neither VmRSS nor the Go heap may grow like a leak. SOAK_SEED=<seed>
 # replays the random choices the soak printed.
@@ -193,8 +193,8 @@ soak: lib
 # function suites, SortSuite) with spillway.SpillwayExtensions on and a 1k sort budget, so the
 # native sorts spill, against the same suites without it: every test that passes off must pass on
 # (exit 1 otherwise; the known differences, with reasons, are in project/spark-suites-known). See
-# project/spark-suites.sh and README "Spark's own suites"; reports under build/spark-suites/.
-# Not part of `make test` (it takes far longer: see the README).
+# project/spark-suites.sh and docs/development.md, "Spark's own suites"; reports under
+# build/spark-suites/. Not part of `make test` (it takes far longer).
 spark-suites: lib
 	project/spark-suites.sh
 
@@ -219,8 +219,8 @@ pyspark-example: publish-local
 
 # Every benchmark side by side: JMH through the real library (plan lifecycle against eager dirs and
 # the floor, first spill with syscall counts, write throughput, plans/s from 1 and 2 threads) and
-# the Go benchmarks with benchstat. Prints and writes build/bench/report.md; BENCHMARKS.md holds
-# the latest. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
+# the Go benchmarks with benchstat. Prints and writes build/bench/report.md, whose tables go onto
+# the pages under docs/benchmarks/. About 13 minutes on 2 cores; BENCH_QUICK=1 only checks that it all runs.
 bench: lib lib-testhooks
 	project/bench.sh
 
@@ -232,7 +232,7 @@ bench-c: lib
 # The native sort against Spark's own sort of the same records with the same execution memory, both
 # spilling (spillway.bench.SortVsSpark, in the bench project). Arguments: records partitions memory runs.
 BENCH_SORT_ARGS ?= 4000000 2 32m 5
-# The benchmark of record for the SQL sort (BENCHMARKS.md, "The SQL sort, benchmark of record"):
+# The benchmark of record for the SQL sort (docs/benchmarks/sql-sort.md and tpch.md):
 # 1. spillway.bench.SortShapesBench: per row shape (wide, narrow, string keys, two keys, a key Comet
 #    leaves to Spark) the sorting stage's wall, task CPU and process CPU and the bytes spilled, for
 #    Spark's sort, Spillway's, Comet 1.2.0's and Comet with Spillway, on the same data and off-heap
@@ -265,14 +265,28 @@ bench-memory: $(JAR_LIBS)
 bench-datafusion: lib
 	$(CARGO) bench $(DATAFUSION_CRATE) --bench spill_modes
 
+# The benchmark pages' charts (docs/benchmarks/img/*.png), drawn from the result tables on the
+# pages themselves, so a chart shows exactly the figures beside it: run it after a benchmark's new
+# table replaces the old one. matplotlib is installed with pip into build/charts-venv on first use.
+CHARTS_VENV := build/charts-venv
+
+bench-charts:
+	test -x $(CHARTS_VENV)/bin/python || python3 -m venv $(CHARTS_VENV)
+	$(CHARTS_VENV)/bin/python -c 'import matplotlib' 2>/dev/null || $(CHARTS_VENV)/bin/pip install -q matplotlib
+	$(CHARTS_VENV)/bin/python project/bench-charts.py
+
 bench-sort: lib
 	$(SBT) "bench/runMain spillway.bench.SortVsSpark $(BENCH_SORT_ARGS)"
 
 # The generated parts of the docs, each rewritten from its one source: the configuration page's
 # tables from the settings' declarations in SpillwayConf (spillway.ConfDocs). make test fails when a
 # committed page differs from what its source generates (spillway.ConfDocsSuite).
+# The generated references: the configuration page from the settings' declarations
+# (SpillwayConf), the metrics table from plan.StatsLayout. make test fails while a committed page
+# differs from what these write (ConfDocsSuite; TestMetricsPageIsGeneratedFromTheLayout).
 docs:
 	$(SBT) "spillway/Test/runMain spillway.ConfDocs $(CURDIR)/docs/user-guide/configuration.md"
+	go test -count=1 -run '^TestMetricsPageIsGeneratedFromTheLayout$$' ./plan -update
 
 clean:
 	rm -rf build target project/target project/project scala-shim/demo/target scala-shim/bench/target scala-shim/lines

@@ -54,7 +54,7 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * calls [[spill]] (possibly reentrantly from our own `acquireMemory`). Every change of the grant
  * and of the spills reported to the task's metrics takes it too, so a spill and the task thread
  * never both act on the same reading; the native sort serialises its own calls and its release
- * (see docs/concurrency.md).
+ * (see docs/design/concurrency.md).
  */
 private[spillway] final class NativeSortSession private (
     task: TaskContext,

@@ -12,7 +12,7 @@ import scala.util.control.NonFatal
  * Thread-safe, without a lock of its own: the library refuses a released handle forever and
  * serialises a release against the calls it races, so this class keeps only whether it was closed,
  * to make [[close]] idempotent and to say "closed" when a call lost that race (see
- * docs/concurrency.md).
+ * docs/design/concurrency.md).
  */
 final class SpillPlan private (
     handle: Long,
@@ -65,7 +65,7 @@ final class SpillPlan private (
   /**
    * The plan's handle in the library, for native code running the task's work in this process (a
    * DataFusion or Velox plan): the C ABI's `int64_t` plan handle (include/spillway.h,
-   * docs/c-abi.md). Native code creates and releases files in the plan and never releases the plan
+   * docs/design/c-abi.md). Native code creates and releases files in the plan and never releases the plan
    * itself: [[close]] does (TaskSpill when the task ends), removing whatever native code left.
    *
    * @throws IllegalStateException if the plan is closed
