@@ -298,7 +298,7 @@ object SpillwayConf {
 
   // No cap by default, in either memory mode: the sort spills where Spark's own sort in the same
   // memory would (a cap made TPC-H queries spill that Spark's sort ran in memory). Its bytes are
-  // native and granted by Spark before use: the configuration page's memory section says what to size.
+  // native and granted by Spark before use: docs/user-guide/memory.md says what to size.
   val SortMemoryBudget: Setting[Long] = setting("spark.spillway.sort.memoryBudget", Scope.PerSort)
     .doc("""A cap on the bytes of records one native sort holds in memory before it writes a sorted run. Below it
       the sort holds what Spark's memory manager grants it (it acquires execution memory as it grows, as Spark's own
