@@ -10,7 +10,7 @@ SBT := project/sbt
 
 LIB := build/libspillway.so
 GO_SOURCES := $(shell find cmd spill plan capi jni include -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map') go.mod go.sum
-# The library's main package: it links the JNI door (jni/) and the C ABI (capi/) side by side.
+# The library's main package: it links the JNI binding (jni/) and the C ABI (capi/) side by side.
 LIB_MAIN := ./cmd/libspillway
 # The linker's version script, made from include/spillway.h (the one list of the C ABI's
 # functions): the JNI entry points (Java_spillway_NativeSpill_*, JNI_OnLoad; the test build's

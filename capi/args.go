@@ -29,7 +29,7 @@ func region(buf *C.uint8_t, length C.int64_t, bufName, lenName string) ([]byte, 
 
 // goDirs copies a C array of n dir paths, name being the parameter's name for messages. Each
 // path must be valid UTF-8, so that every path a C caller names is one the JVM and the messages
-// can name exactly; the bounds are the JNI door's (plan.MaxDirPathLen, plan.MaxDirListLen).
+// can name exactly; the bounds are the JNI binding's (plan.MaxDirPathLen, plan.MaxDirListLen).
 // Paths are otherwise checked by plan.ParseLocalDirs.
 func goDirs(arr **C.char, n C.int32_t, name string) ([]string, error) {
 	switch {

@@ -1,7 +1,7 @@
 // Package capi is the C ABI of libspillway.so (include/spillway.h), for native engines in the
-// process (cmd/libspillway links it beside the JNI door, package jni). Like the JNI entry points,
+// process (cmd/libspillway links it beside the JNI binding, package jni). Like the JNI entry points,
 // it converts C values to Go values and errors to status codes and messages, and nothing else:
-// the logic lives in package plan, on the process-wide registry both doors share. Every entry
+// the logic lives in package plan, on the process-wide registry both bindings share. Every entry
 // point validates its pointers and recovers panics: nothing a caller passes may crash the process.
 package capi
 
@@ -19,7 +19,7 @@ import (
 )
 
 // registry is the process's: the JVM's plans are in it too.
-var registry = plan.Process()
+var registry = plan.ProcessRegistry()
 
 //export spillway_abi_version
 func spillway_abi_version() C.int32_t { return C.SPILLWAY_ABI_VERSION }

@@ -2,7 +2,7 @@
  * spillway.h: the C ABI of libspillway.so, for native engines in the same process as the JVM
  * (a DataFusion or Velox plan inside a Spark executor) and for native programs on their own.
  *
- * The C ABI and the JNI entry points (spillway.NativeSpill) are two doors onto the same code and
+ * The C ABI and the JNI entry points (spillway.NativeSpill) are two bindings onto the same code and
  * the same process-wide registry: a plan created here shares the executor-wide budget with the
  * JVM's plans, its framed files take the format the JVM configured (spillway_configure_format
  * for a process without a JVM), and a handle is the same number on both sides, so a C caller can

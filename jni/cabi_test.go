@@ -12,7 +12,7 @@ import (
 	"github.com/spillway/spillway/plan"
 )
 
-// The two doors share one registry: a native engine adopts the plan a JVM task created by its
+// The two bindings share one registry: a native engine adopts the plan a JVM task created by its
 // handle, its files take the format the JVM configured, its bytes count in the JVM's view of the
 // plan and in the executor budget of every plan, and the JVM's release of the plan removes them.
 func TestJVMPlanIsAdoptedThroughTheCABI(t *testing.T) {
@@ -68,7 +68,7 @@ func TestJVMPlanIsAdoptedThroughTheCABI(t *testing.T) {
 	assert.EqualValues(t, capitest.ErrInvalidHandle, cerr.Status)
 }
 
-// Both doors expose the one stats layout: the C ABI names, in the JNI door's order, the counters
+// Both bindings expose the one stats layout: the C ABI names, in the JNI binding's order, the counters
 // the JVM reads, with the same kinds, and counts a plan the JVM creates.
 func TestBothDoorsReadTheSameCounters(t *testing.T) {
 	j := attach(t)

@@ -1,4 +1,4 @@
-// Package jni is the JNI door of libspillway.so (cmd/libspillway links it beside the C ABI's):
+// Package jni is the JNI binding of libspillway.so (cmd/libspillway links it beside the C ABI's):
 // the entry points behind spillway.NativeSpill. It converts JNI values to Go values and errors to
 // Java exceptions, and nothing else: the logic lives in package plan. Every entry point recovers
 // panics, because a Go panic that escapes into the JVM aborts the executor.
@@ -15,7 +15,7 @@ import (
 
 // registry holds every plan of this process: the C ABI's (package capi) use it too. A variable, so
 // that a test can make an entry point panic.
-var registry = plan.Process()
+var registry = plan.ProcessRegistry()
 
 // NativeSpill.createPlan(String[], long) and createPlanWithExecutorLimit, the card's calls for
 // callers that have only the array, are C entry points (native.c): each reads the array into its

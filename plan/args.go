@@ -2,12 +2,12 @@ package plan
 
 import "fmt"
 
-// What a door (the JNI entry points, the C ABI) converts from its caller is bounded and refused
-// with the same words, whichever door it came through.
+// What a binding (the JNI entry points, the C ABI) converts from its caller is bounded and refused
+// with the same words, whichever binding it came through.
 
-// Bounds on a list of local dir paths passed through a door (a Java String[] or a C array of
+// Bounds on a list of local dir paths passed through a binding (a Java String[] or a C array of
 // strings), so that converting one allocates in proportion to real paths and never to what a
-// caller can fake cheaply (one long string repeated a million times). Lengths are in the door's
+// caller can fake cheaply (one long string repeated a million times). Lengths are in the binding's
 // units: UTF-16 chars for Java, bytes for C. A path longer than the OS's PATH_MAX (4096 bytes) is
 // still accepted and fails at the first spill naming it; these bounds are far past any usable path.
 const (
@@ -35,7 +35,7 @@ func DirListTooLongError(name string, count int64, i int, units string) error {
 	return &ArgumentError{Reason: fmt.Sprintf("%s has %d elements of more than %d %s in all (counting one per element), reached at %s[%d]; pass fewer or shorter paths", name, count, MaxDirListLen, units, name, i)}
 }
 
-// MaxCodecNameLen bounds the codec name a door reads for ConfigureFormat: the longest valid one is
+// MaxCodecNameLen bounds the codec name a binding reads for ConfigureFormat: the longest valid one is
 // Spark's class name for zstd, 40 chars.
 const MaxCodecNameLen = 128
 

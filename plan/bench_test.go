@@ -55,7 +55,7 @@ func BenchmarkCreateReleasePlanIn(b *testing.B) {
 
 // BenchmarkCreateReleasePlanForDirs is the same through the cache of dir lists by content, as
 // the card's createPlan(String[]) does for a list it has seen: the
-// key is what the JNI door makes of 8 paths.
+// key is what the JNI binding makes of 8 paths.
 func BenchmarkCreateReleasePlanForDirs(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprintf("roots=%d", n), func(b *testing.B) {

@@ -12,8 +12,9 @@ import (
 // their content: the caller gives an exact encoding of the dirs as it read them (a key), and a key
 // seen before reuses the dirs parsed then, without converting or validating a path again.
 //
-// This is the one recognition of a dir list, shared by both doors (the JNI one's createPlan and the
-// C ABI's spillway_plan_create): without it each call would convert and validate its paths again.
+// This is the one recognition of a dir list, shared by both bindings (the JNI binding's createPlan
+// and the C ABI's spillway_plan_create): without it each call would convert and validate its
+// paths again.
 //
 // Why nothing can poison it: an entry is stored only after the paths decoded from that very key
 // were validated, and a lookup compares every byte of the key, so an entry holds exactly what its

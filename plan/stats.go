@@ -41,7 +41,7 @@ const (
 	Level StatKind = "level"
 )
 
-// Stat is one value of Stats as it crosses to a door: its name (the plugin's metric name, the C
+// Stat is one value of Stats as it crosses to a binding: its name (the plugin's metric name, the C
 // ABI's counter name), its kind, and where it is in Stats.
 type Stat struct {
 	Name string
@@ -52,8 +52,8 @@ type Stat struct {
 	Value func(*Stats) int64
 }
 
-// StatsLayout is the one list of the process's counters, with what each means, for every door:
-// the JNI door's NativeSpill.statsNames, statsKinds and stats, and the C ABI's
+// StatsLayout is the one list of the process's counters, with what each means, for every binding:
+// the JNI binding's NativeSpill.statsNames, statsKinds and stats, and the C ABI's
 // spillway_stats_count, spillway_stats_describe, spillway_stats_read and spillway_stats_value,
 // expose its entries by index, name and kind, and the metrics page is generated from it. Callers
 // find a counter by its name, never by a position of their own, so a counter added here needs no

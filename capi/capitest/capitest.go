@@ -1,5 +1,5 @@
 // Package capitest calls the C ABI (include/spillway.h) through C, as a native engine in the JVM's
-// process does, for tests of other packages: jni's tests use one plan through both doors with it.
+// process does, for tests of other packages: jni's tests use one plan through both bindings with it.
 // Go test files cannot use cgo; this package holds the calls, and links package capi, whose
 // exports it calls. Nothing imports it but tests: it is no part of libspillway.so.
 package capitest

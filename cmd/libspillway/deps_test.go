@@ -26,7 +26,7 @@ func deps(t *testing.T, pkg string) []string {
 	return own
 }
 
-// The doors stand side by side on plan: neither imports the other, and only this package links
+// The bindings stand side by side on plan: neither imports the other, and only this package links
 // both. Test support (fault injection, the JVM host, the C ABI's Go client) is never linked in.
 func TestEachDoorImportsPlanAlone(t *testing.T) {
 	jni, capi := deps(t, "jni"), deps(t, "capi")

@@ -2,7 +2,7 @@
 # make bench-c: a never-spilling plan's create + release through the C ABI (test/c/bench.c) beside
 # the same operations on plan.Registry called directly in Go, from 1 and 2 threads. The two
 # alternate for BENCH_C_ROUNDS rounds and each figure is the best of all rounds, so that a busy
-# machine slows both sides alike; the last column is what the C door adds per plan.
+# machine slows both sides alike; the last column is what the C binding adds per plan.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d build/bench-c.XXXXXX)
