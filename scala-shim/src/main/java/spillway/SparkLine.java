@@ -10,7 +10,7 @@ import java.util.Properties;
  *
  * <p>Every Spark line (3.5, 4.0, 4.1) and Scala binary version (2.12, 2.13) gets a jar of its own:
  * a class compiled against one fails in another with a {@code NoClassDefFoundError} somewhere deep
- * in a query. The plugin and the SQL extension, Spark's two doors into this jar, call
+ * in a query. The plugin and the SQL extension, Spark's two entry points into this jar, call
  * {@link #require} before they touch any Scala class, so the wrong jar fails at once with one line
  * that names what is running and the artifact to use. Plain Java that asks Spark and Scala for their
  * versions by reflection: it runs the same on every line. The build writes {@code
@@ -41,7 +41,7 @@ public final class SparkLine {
   /**
    * Throws {@link IllegalStateException} with one line naming the running Spark and Scala versions
    * and the artifact to use when this jar is built for another line or Scala version. {@code
-   * entry} says which door was taken ({@code spark.plugins=spillway.SpillwayPlugin}).
+   * entry} says which entry point was taken ({@code spark.plugins=spillway.SpillwayPlugin}).
    */
   public static void require(String entry) {
     String problem = mismatch(runningSparkVersion(), runningScalaVersion(), entry);

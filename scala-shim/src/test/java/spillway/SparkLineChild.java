@@ -5,9 +5,9 @@ import org.apache.spark.sql.SparkSession;
 /**
  * The driver program of {@link SparkLineSuite}'s child JVMs: this line's Spark with one Spillway jar
  * (perhaps another line's) on the classpath, nothing else of Spillway. Takes each of Spark's two
- * doors into the jar in turn, the plugin alone, then the SQL extension alone, and prints for each
- * either {@code <door>-ran count=<n>} or {@code <door>-failed=<exception class>}, the message's
- * lines, and {@code <door>-end}. Java, so that nothing of Scala runs here before Spark does.
+ * entry points into the jar in turn, the plugin alone, then the SQL extension alone, and prints for each
+ * either {@code <entry>-ran count=<n>} or {@code <entry>-failed=<exception class>}, the message's
+ * lines, and {@code <entry>-end}. Java, so that nothing of Scala runs here before Spark does.
  *
  * <p>Arguments: the spark.local.dir to use.
  */
@@ -22,23 +22,23 @@ public final class SparkLineChild {
     System.exit(0);
   }
 
-  private static void take(String door, String localDir, String key, String value) {
+  private static void take(String entry, String localDir, String key, String value) {
     SparkSession spark = null;
     try {
-      spark = SparkSession.builder().master("local[1]").appName("spark-line-" + door)
+      spark = SparkSession.builder().master("local[1]").appName("spark-line-" + entry)
           .config("spark.ui.enabled", "false").config("spark.local.dir", localDir)
           .config(key, value).getOrCreate();
       long count = spark.range(10).count();
-      System.out.println(door + "-ran count=" + count);
+      System.out.println(entry + "-ran count=" + count);
     } catch (Throwable t) {
-      System.out.println(door + "-failed=" + t.getClass().getName());
+      System.out.println(entry + "-failed=" + t.getClass().getName());
       System.out.println(t.getMessage());
     } finally {
-      System.out.println(door + "-end");
+      System.out.println(entry + "-end");
       if (spark != null) {
         spark.stop();
       }
-      // The plugin's failure stopped its SparkContext; the extension's, the last door, leaves
+      // The plugin's failure stopped its SparkContext; the extension's, the last entry, leaves
       // one running, which System.exit's shutdown hook stops.
       SparkSession.clearActiveSession();
       SparkSession.clearDefaultSession();

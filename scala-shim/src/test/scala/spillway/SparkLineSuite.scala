@@ -11,8 +11,8 @@ import org.scalatest.funsuite.AnyFunSuite
  * A jar loaded into another Spark line or Scala version fails at once, in one line naming what
  * runs and the artifact to use; never a NoClassDefFoundError. Each line's suite runs in that line's
  * Spark: a child JVM with this line's Spark (the test's external classpath, nothing of Spillway)
- * and one product jar, every other line's in turn, takes both doors (the plugin, the extension;
- * [[SparkLineChild]]). The same child with this line's own jar runs a query through both doors, so
+ * and one product jar, every other line's in turn, takes both entry points (the plugin, the extension;
+ * [[SparkLineChild]]). The same child with this line's own jar runs a query through both entry points, so
  * the failures are the jar's and not the harness's. build.sbt passes the classpath and the jars.
  */
 class SparkLineSuite extends AnyFunSuite {
@@ -39,8 +39,8 @@ class SparkLineSuite extends AnyFunSuite {
     } finally jf.close()
   }
 
-  /** The child's outcome per door: the line after `<door>-` and the message lines before `<door>-end`. */
-  private def takeBothDoors(jar: File): (Map[String, (String, Seq[String])], String) = {
+  /** The child's outcome per entry point: the line after `<entry>-` and the message lines before `<entry>-end`. */
+  private def takeBothEntries(jar: File): (Map[String, (String, Seq[String])], String) = {
     val localDir = Files.createTempDirectory("spark-line-local")
     try {
       val result = ChildJvm.run(classOf[SparkLineChild].getName,
@@ -48,36 +48,36 @@ class SparkLineSuite extends AnyFunSuite {
         classpath = Seq(sparkClasspath, testClasses, jar.getPath).mkString(File.pathSeparator))
       assert(result.exitCode == 0, result.output)
       val lines = result.output.linesIterator.toSeq
-      val doors = Seq("plugin", "extension").map { door =>
-        val start = lines.indexWhere(l => l.startsWith(s"$door-ran") || l.startsWith(s"$door-failed="))
-        val end = lines.indexOf(s"$door-end")
-        assert(start >= 0 && end > start, s"no outcome for the $door:\n${result.output}")
-        door -> (lines(start).stripPrefix(s"$door-") -> lines.slice(start + 1, end))
+      val entries = Seq("plugin", "extension").map { entry =>
+        val start = lines.indexWhere(l => l.startsWith(s"$entry-ran") || l.startsWith(s"$entry-failed="))
+        val end = lines.indexOf(s"$entry-end")
+        assert(start >= 0 && end > start, s"no outcome for the $entry:\n${result.output}")
+        entry -> (lines(start).stripPrefix(s"$entry-") -> lines.slice(start + 1, end))
       }.toMap
-      (doors, result.output)
+      (entries, result.output)
     } finally TestFiles.deleteRecursively(localDir)
   }
 
-  test(s"this line's jar (${SparkLine.coordinates()}): the running Spark and Scala are the ones it is built for, and both doors run a query") {
+  test(s"this line's jar (${SparkLine.coordinates()}): the running Spark and Scala are the ones it is built for, and both entry points run a query") {
     SparkLine.require("the suite")
     assert(builtFor(ownJar).getProperty("artifact") == s"spillway-spark${SparkLine.builtSparkLine()}_${SparkLine.builtScalaBinary()}")
-    val (doors, output) = takeBothDoors(ownJar)
-    assert(doors("plugin")._1 == "ran count=10", output)
-    assert(doors("extension")._1 == "ran count=10", output)
+    val (entries, output) = takeBothEntries(ownJar)
+    assert(entries("plugin")._1 == "ran count=10", output)
+    assert(entries("extension")._1 == "ran count=10", output)
   }
 
   for (jar <- otherJars) {
     val built = builtFor(jar)
     val artifact = built.getProperty("artifact")
-    test(s"$artifact in Spark $sparkVersion on Scala $scalaVersion: both doors fail at once, in one line naming the artifact to use") {
-      val (doors, output) = takeBothDoors(jar)
-      for ((door, entry) <- Seq("plugin" -> "spark.plugins=spillway.SpillwayPlugin", "extension" -> "spark.sql.extensions=spillway.SpillwayExtensions")) {
-        val (outcome, message) = doors(door)
-        assert(outcome == "failed=java.lang.IllegalStateException", s"$door: $output")
+    test(s"$artifact in Spark $sparkVersion on Scala $scalaVersion: both entry points fail at once, in one line naming the artifact to use") {
+      val (entries, output) = takeBothEntries(jar)
+      for ((entry, conf) <- Seq("plugin" -> "spark.plugins=spillway.SpillwayPlugin", "extension" -> "spark.sql.extensions=spillway.SpillwayExtensions")) {
+        val (outcome, message) = entries(entry)
+        assert(outcome == "failed=java.lang.IllegalStateException", s"$entry: $output")
         assert(message == Seq(
-          s"Spillway io.github.spillway:$artifact:0.1.0-SNAPSHOT ($entry) is built for Spark ${built.getProperty("spark.line")} " +
+          s"Spillway io.github.spillway:$artifact:0.1.0-SNAPSHOT ($conf) is built for Spark ${built.getProperty("spark.line")} " +
             s"on Scala ${built.getProperty("scala.binary")}, but this is Spark $sparkVersion on Scala $scalaVersion: " +
-            s"use ${SparkLine.coordinates()} instead"), s"$door: $output")
+            s"use ${SparkLine.coordinates()} instead"), s"$entry: $output")
       }
       assert(!output.contains("NoClassDefFoundError") && !output.contains("ClassNotFoundException"), output)
     }
