@@ -234,7 +234,7 @@ private[spillway] final class NativeSortSession private (
   /** Counts a buffer just taken in the grant: acquired from Spark, spilling first if Spark is short. */
   private def holdBuffer(buffer: ByteBuffer): Unit = {
     buffersHeld += buffer.capacity()
-    settle()
+    reconcileGrant()
   }
 
   /** Adds the input batch to the native sort, within Spark's grant, then stops if the task was cancelled. */
@@ -243,7 +243,7 @@ private[spillway] final class NativeSortSession private (
     try {
       reserve()
       call(() => NativeSpill.sortAdd(handle, batch, 0, batchUsed))
-      settle()
+      reconcileGrant()
     } finally sortNanos += System.nanoTime() - t0
     inputBytes += batchUsed
     peakMemory = math.max(peakMemory, getUsed)
@@ -282,7 +282,7 @@ private[spillway] final class NativeSortSession private (
 
   private def sortNext(out: Int): Int = {
     val n = call(() => NativeSpill.sortNext(handle, outs(out), 0, outLengths(out)))
-    settle() // merging takes read buffers, and records returned free memory
+    reconcileGrant() // merging takes read buffers, and records returned free memory
     n
   }
 
@@ -312,7 +312,7 @@ private[spillway] final class NativeSortSession private (
     if (!grantAtLeast(target(growth)) && !grantAtLeast(target(growth))) {
       // Still short: hand back everything the sort holds, then take what the batch needs. That
       // may still fall short; the sort then holds at most this batch more than granted, and
-      // settle() tries again.
+      // reconcileGrant() tries again.
       spillAndRelease(refill = false)
       grantAtLeast(target(growth))
     }
@@ -331,7 +331,7 @@ private[spillway] final class NativeSortSession private (
   }
 
   /** Brings the grant to what the sort holds: gives back the excess, or acquires and else spills. */
-  private def settle(): Unit = {
+  private def reconcileGrant(): Unit = {
     reportSpills(stats)
     val short = taskMemory.synchronized {
       val held = memoryHeld
