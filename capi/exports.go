@@ -114,18 +114,18 @@ func spillway_plan_used_disk_space(planHandle C.int64_t, bytesOut *C.int64_t, er
 	return C.SPILLWAY_OK
 }
 
-//export spillway_file_create
-func spillway_file_create(planHandle C.int64_t, fileOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_create
+func spillway_spill_file_create(planHandle C.int64_t, fileOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	if fileOut == nil {
 		return fail(err, argumentError("file_out is NULL; pass where to write the file handle"))
 	}
-	fh, e := registry.CreateFramedFile(uint64(planHandle))
+	fh, e := registry.CreateSpillFile(uint64(planHandle))
 	return handleOut(fileOut, fh, e, err)
 }
 
-//export spillway_file_write
-func spillway_file_write(file C.int64_t, buf *C.uint8_t, length C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_write
+func spillway_spill_file_write(file C.int64_t, buf *C.uint8_t, length C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	p, e := region(buf, length, "buf", "len")
 	if e != nil {
@@ -134,14 +134,14 @@ func spillway_file_write(file C.int64_t, buf *C.uint8_t, length C.int64_t, err *
 	return result(err, registry.Write(uint64(file), p))
 }
 
-//export spillway_file_finish
-func spillway_file_finish(file C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_finish
+func spillway_spill_file_finish(file C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	return result(err, registry.FinishWrite(uint64(file)))
 }
 
-//export spillway_file_size
-func spillway_file_size(file C.int64_t, logicalOut, storedOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_size
+func spillway_spill_file_size(file C.int64_t, logicalOut, storedOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	logical, stored, e := registry.FileSizes(uint64(file))
 	if e != nil {
@@ -156,8 +156,8 @@ func spillway_file_size(file C.int64_t, logicalOut, storedOut *C.int64_t, err *C
 	return C.SPILLWAY_OK
 }
 
-//export spillway_file_path
-func spillway_file_path(file C.int64_t, buf *C.char, capacity C.int64_t, lenOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_path
+func spillway_spill_file_path(file C.int64_t, buf *C.char, capacity C.int64_t, lenOut *C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
 	if lenOut == nil {
 		return fail(err, argumentError("len_out is NULL; pass where to write the path's length"))
@@ -178,10 +178,10 @@ func spillway_file_path(file C.int64_t, buf *C.char, capacity C.int64_t, lenOut 
 	return C.SPILLWAY_OK
 }
 
-//export spillway_file_release
-func spillway_file_release(file C.int64_t, err *C.spillway_error) (code C.int32_t) {
+//export spillway_spill_file_release
+func spillway_spill_file_release(file C.int64_t, err *C.spillway_error) (code C.int32_t) {
 	defer recoverPanic(&code, err)
-	return result(err, registry.ReleaseTmpFile(uint64(file)))
+	return result(err, registry.ReleaseSpillFile(uint64(file)))
 }
 
 //export spillway_reader_open

@@ -8,14 +8,14 @@
 #define spillway_configure_format spillway_configure_format_as_declared
 #define spillway_plan_create spillway_plan_create_as_declared
 #define spillway_local_dirs_register spillway_local_dirs_register_as_declared
-#define spillway_file_write spillway_file_write_as_declared
+#define spillway_spill_file_write spillway_spill_file_write_as_declared
 #define spillway_stats_describe spillway_stats_describe_as_declared
 #define spillway_stats_value spillway_stats_value_as_declared
 #include "spillway.h"
 #undef spillway_configure_format
 #undef spillway_plan_create
 #undef spillway_local_dirs_register
-#undef spillway_file_write
+#undef spillway_spill_file_write
 #undef spillway_stats_describe
 #undef spillway_stats_value
 

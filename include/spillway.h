@@ -12,7 +12,7 @@
  *
  * Status: every function returns an int32_t status, SPILLWAY_OK (0) or one of SPILLWAY_ERR_*.
  *   On failure nothing was changed unless the function says otherwise, and every out-parameter
- *   is left as it was, except spillway_file_path's len_out (see there).
+ *   is left as it was, except spillway_spill_file_path's len_out (see there).
  * Errors: the last parameter, err, is caller-owned and may be NULL. On failure its message is set
  *   to a NUL-terminated UTF-8 message (truncated at a character boundary to fit) naming what
  *   failed: the path and the OS cause for SPILLWAY_ERR_IO, the Spark config key for
@@ -52,8 +52,9 @@ extern "C" {
 /* The version of this ABI; spillway_abi_version returns it. A change that breaks a caller
  * compiled against an older header bumps it. Version 2: the counters are named
  * (spillway_stats_count, _describe, _read, _value) in place of version 1's fixed spillway_stats
- * struct and spillway_stats_get. */
-#define SPILLWAY_ABI_VERSION 2
+ * struct and spillway_stats_get. Version 3: a file is a spill file, as on the JVM's side
+ * (SpillFile, NativeSpill.createSpillFile): spillway_spill_file_* in place of spillway_file_*. */
+#define SPILLWAY_ABI_VERSION 3
 
 /* A limit that never refuses a write (INT64_MAX). */
 #define SPILLWAY_UNLIMITED INT64_MAX
@@ -140,13 +141,13 @@ int32_t spillway_plan_used_disk_space(int64_t plan, int64_t *bytes_out, spillway
 
 /* ---- Files ---- */
 
-/* Creates a framed spill file in the plan, in the plan's format (compressed and sealed as
+/* Creates a spill file in the plan, in the plan's format (compressed and sealed as
  * configured, each chunk checked), and writes its handle to *file_out. The plan's dir under the
  * chosen root is created here if this is the first file to land there; failing roots are skipped.
- * Release with spillway_file_release (or with the plan).
+ * Release with spillway_spill_file_release (or with the plan).
  * Errors: INVALID_HANDLE (plan), IO (no local dir could take the file), INVALID_ARGUMENT (NULL
  * file_out). */
-int32_t spillway_file_create(int64_t plan, int64_t *file_out, spillway_error *err);
+int32_t spillway_spill_file_create(int64_t plan, int64_t *file_out, spillway_error *err);
 
 /* Appends len bytes of buf (copied before the call returns). The bytes are framed: whole chunks
  * are appended to disk as they fill, each all or nothing against the limits; the call returns
@@ -154,17 +155,17 @@ int32_t spillway_file_create(int64_t plan, int64_t *file_out, spillway_error *er
  * (every later write and finish fails): release it. len 0 writes nothing (buf may then be NULL).
  * Errors: INVALID_ARGUMENT (NULL buf with len > 0, len < 0), INVALID_HANDLE (unknown file, or
  * finished), LIMIT_EXCEEDED, IO. */
-int32_t spillway_file_write(int64_t file, const uint8_t *buf, int64_t len, spillway_error *err);
+int32_t spillway_spill_file_write(int64_t file, const uint8_t *buf, int64_t len, spillway_error *err);
 
 /* Writes the file's last chunk; the file can then be read and takes no more writes. Calling it
  * again returns the first call's outcome.
  * Errors: INVALID_HANDLE, LIMIT_EXCEEDED (the last chunk would pass a limit), IO. */
-int32_t spillway_file_finish(int64_t file, spillway_error *err);
+int32_t spillway_spill_file_finish(int64_t file, spillway_error *err);
 
 /* Writes the plain bytes written so far to *logical_out and the bytes on disk (compressed, framing
  * included) to *stored_out; either may be NULL.
  * Errors: INVALID_HANDLE. */
-int32_t spillway_file_size(int64_t file, int64_t *logical_out, int64_t *stored_out, spillway_error *err);
+int32_t spillway_spill_file_size(int64_t file, int64_t *logical_out, int64_t *stored_out, spillway_error *err);
 
 /* Copies the file's absolute path, NUL-terminated, into buf of cap bytes, and writes its length
  * (without the NUL) to *len_out. If cap < length + 1 the call fails with INVALID_ARGUMENT, buf
@@ -173,13 +174,13 @@ int32_t spillway_file_size(int64_t file, int64_t *logical_out, int64_t *stored_o
  * spillway_reader_*.
  * Errors: INVALID_HANDLE, INVALID_ARGUMENT (NULL len_out, cap < 0, NULL buf with cap > 0, cap too
  * small). */
-int32_t spillway_file_path(int64_t file, char *buf, int64_t cap, int64_t *len_out, spillway_error *err);
+int32_t spillway_spill_file_path(int64_t file, char *buf, int64_t cap, int64_t *len_out, spillway_error *err);
 
 /* Deletes the file, returns its bytes to the plan and forgets the handle. Close its readers first:
  * once the file is gone their reads fail (with ERR_IO or INVALID_HANDLE), they still need closing.
  * The handle is released even when the deletion fails.
  * Errors: INVALID_HANDLE (unknown or already released), IO (naming the file). */
-int32_t spillway_file_release(int64_t file, spillway_error *err);
+int32_t spillway_spill_file_release(int64_t file, spillway_error *err);
 
 /* ---- Readers ---- */
 

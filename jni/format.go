@@ -44,11 +44,19 @@ func Java_spillway_NativeSpill_configureMemoryCache(env *C.JNIEnv, _ C.jclass, i
 	}
 }
 
-//export Java_spillway_NativeSpill_createFramedFile
-func Java_spillway_NativeSpill_createFramedFile(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) C.jlong {
+//export Java_spillway_NativeSpill_createSpillFile
+func Java_spillway_NativeSpill_createSpillFile(env *C.JNIEnv, _ C.jclass, planHandle C.jlong) C.jlong {
 	defer recoverPanic(env)
-	fh, err := registry.CreateFramedFile(uint64(planHandle))
+	fh, err := registry.CreateSpillFile(uint64(planHandle))
 	return handleOrThrow(env, fh, err)
+}
+
+//export Java_spillway_NativeSpill_releaseSpillFile
+func Java_spillway_NativeSpill_releaseSpillFile(env *C.JNIEnv, _ C.jclass, file C.jlong) {
+	defer recoverPanic(env)
+	if err := registry.ReleaseSpillFile(uint64(file)); err != nil {
+		throw(env, err)
+	}
 }
 
 //export Java_spillway_NativeSpill_finishWrite

@@ -152,6 +152,18 @@ func TestJVMReleasedAndMismatchedHandlesAreIllegalStates(t *testing.T) {
 	j.write(file, buf, 0, 8) // both handles still work
 	assert.EqualValues(t, 8, j.used(plan))
 
+	// Each kind of file has its release: the other kind's refuses the handle and keeps the file.
+	spillFile := Java_spillway_NativeSpill_createSpillFile(j.raw, 0, plan)
+	j.ok("createSpillFile")
+	Java_spillway_NativeSpill_releaseTmpFile(j.raw, 0, spillFile)
+	assert.Contains(t, j.thrown("java.lang.IllegalStateException", "releaseTmpFile(spill file)"), "releaseSpillFile")
+	Java_spillway_NativeSpill_releaseSpillFile(j.raw, 0, file)
+	assert.Contains(t, j.thrown("java.lang.IllegalStateException", "releaseSpillFile(tmp file)"), "tmp file")
+	Java_spillway_NativeSpill_releaseSpillFile(j.raw, 0, spillFile)
+	j.ok("releaseSpillFile")
+	Java_spillway_NativeSpill_releaseSpillFile(j.raw, 0, spillFile)
+	j.thrown("java.lang.IllegalStateException", "second releaseSpillFile")
+
 	Java_spillway_NativeSpill_releaseTmpFile(j.raw, 0, file)
 	j.ok("releaseTmpFile")
 	Java_spillway_NativeSpill_releaseTmpFile(j.raw, 0, file)

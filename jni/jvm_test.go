@@ -398,6 +398,8 @@ func (j *jvm) refusedEverywhere(h _Ctype_jlong, buf *jnigi.ObjectRef) {
 	j.thrown(illegalState, call+"write")
 	Java_spillway_NativeSpill_releaseTmpFile(j.raw, 0, h)
 	j.thrown(illegalState, call+"releaseTmpFile")
+	Java_spillway_NativeSpill_releaseSpillFile(j.raw, 0, h)
+	j.thrown(illegalState, call+"releaseSpillFile")
 	Java_spillway_NativeSpill_releasePlan(j.raw, 0, h)
 	j.thrown(illegalState, call+"releasePlan")
 	Java_spillway_NativeSpill_releaseLocalDirs(j.raw, 0, h)

@@ -11,7 +11,7 @@ import (
 
 // HandleError is a handle that names no live plan or file: released, never issued, or forged.
 type HandleError struct {
-	What   string // "plan", "spill file", "sort", "spill file reader" or "local dirs registration"
+	What   string // "plan", "file", "tmp file", "spill file", "sort", "spill file reader" or "local dirs registration"
 	Handle uint64
 }
 
@@ -50,7 +50,7 @@ func Classify(err error) ErrorKind {
 		errors.As(err, new(*extsort.RecordTooLargeError)):
 		return KindInvalidArgument
 	case errors.As(err, new(*HandleError)), errors.Is(err, spill.ErrClosed), errors.Is(err, spill.ErrFileReleased),
-		errors.Is(err, spill.ErrNotFinished), errors.Is(err, spill.ErrFinished), errors.Is(err, ErrNotFramed),
+		errors.Is(err, spill.ErrNotFinished), errors.Is(err, spill.ErrFinished), errors.Is(err, ErrTmpFile), errors.Is(err, ErrSpillFile),
 		errors.Is(err, ErrReaderClosed), errors.Is(err, chunkfile.ErrClosed),
 		errors.Is(err, extsort.ErrClosed), errors.Is(err, extsort.ErrAddAfterNext):
 		return KindInvalidHandle

@@ -9,9 +9,13 @@ import (
 	"github.com/spillway/spillway/spill/chunkfile"
 )
 
-// ErrNotFramed is returned by FinishWrite for a raw file (CreateTmpFile), which has no framing
-// to finish and cannot be read through the service.
-var ErrNotFramed = errors.New("spillway: the spill file is raw (createTmpFile); only a file from createFramedFile is finished and read through the service")
+// ErrTmpFile is a tmp file's handle (CreateTmpFile: its bytes written as they come) given where
+// a spill file's (CreateSpillFile: framed) is needed: a tmp file has no framing to finish, is
+// not read through the service, and is released by ReleaseTmpFile.
+var ErrTmpFile = errors.New("spillway: the file is a tmp file (createTmpFile); only a spill file (createSpillFile) is finished, read through the service and released with releaseSpillFile")
+
+// ErrSpillFile is a spill file's handle given to ReleaseTmpFile, which releases tmp files only.
+var ErrSpillFile = errors.New("spillway: the file is a spill file (createSpillFile); release it with releaseSpillFile")
 
 // ErrReaderClosed is returned by a read after the reader's file failed to decode and was closed
 // by the read that found it: every later read fails the same way.
@@ -50,10 +54,11 @@ func (r *Registry) Format() spill.Format {
 	return spill.Format{}
 }
 
-// CreateFramedFile creates a spill file for the plan whose writes are framed in the plan's
-// format (compressed, sealed, each chunk checked), and returns its handle, a file handle like
-// CreateTmpFile's. FinishWrite ends its writing; OpenReader reads it back.
-func (r *Registry) CreateFramedFile(h uint64) (uint64, error) {
+// CreateSpillFile creates a spill file for the plan: its writes are framed in the plan's format
+// (compressed, sealed, each chunk checked). It returns its handle, a file handle like
+// CreateTmpFile's. FinishWrite ends its writing, OpenReader reads it back, ReleaseSpillFile
+// releases it.
+func (r *Registry) CreateSpillFile(h uint64) (uint64, error) {
 	p, err := r.lockLive(h)
 	if err != nil {
 		return 0, err
@@ -84,7 +89,7 @@ func (r *Registry) FinishWrite(fh uint64) error {
 		return &HandleError{What: "spill file", Handle: fh}
 	}
 	if !e.framed() {
-		return ErrNotFramed
+		return ErrTmpFile
 	}
 	return e.writeFramed(func(w *spill.Writer) error { return w.Close() })
 }
@@ -93,7 +98,7 @@ func (r *Registry) FinishWrite(fh uint64) error {
 func (r *Registry) FileSizes(fh uint64) (logical, stored int64, err error) {
 	e, ok := r.files.get(fh)
 	if !ok {
-		return 0, 0, &HandleError{What: "spill file", Handle: fh}
+		return 0, 0, &HandleError{What: "file", Handle: fh}
 	}
 	if !e.framed() {
 		size := e.file.Size()
@@ -130,7 +135,7 @@ func (r *Registry) OpenReader(fh uint64) (uint64, error) {
 		return 0, &HandleError{What: "spill file", Handle: fh}
 	}
 	if !e.framed() {
-		return 0, ErrNotFramed
+		return 0, ErrTmpFile
 	}
 	rd, err := e.file.OpenReader(spill.ReaderOptions{})
 	if err != nil {

@@ -40,7 +40,7 @@ func TestFramedFilesThroughTheRegistry(t *testing.T) {
 			require.NoError(t, r.ConfigureFormat(tc.codec, 3, tc.encrypt, 192))
 			h, err := r.CreatePlan(ld, 1<<30, Unlimited)
 			require.NoError(t, err)
-			fh, err := r.CreateFramedFile(h)
+			fh, err := r.CreateSpillFile(h)
 			require.NoError(t, err)
 			data := bytes.Repeat([]byte("MARKER-0123456789 some spilled row\n"), 30_000) // ~1 MiB
 			for p := data; len(p) > 0; p = p[min(len(p), 70_001):] {
@@ -101,7 +101,7 @@ func TestCorruptFramedFileNamesFileAndChunk(t *testing.T) {
 	h, err := r.CreatePlan(ld, 1<<30, Unlimited)
 	require.NoError(t, err)
 	defer r.ReleasePlan(h)
-	fh, err := r.CreateFramedFile(h)
+	fh, err := r.CreateSpillFile(h)
 	require.NoError(t, err)
 	data := bytes.Repeat([]byte("abcdefgh"), 100_000)
 	require.NoError(t, r.Write(fh, data))
@@ -154,7 +154,7 @@ func TestConfigureFormatRejectsBadValues(t *testing.T) {
 	require.NoError(t, err)
 	defer r.ReleasePlan(h)
 	require.NoError(t, r.ConfigureFormat("lz4", 1, true, 256))
-	fh, err := r.CreateFramedFile(h)
+	fh, err := r.CreateSpillFile(h)
 	require.NoError(t, err)
 	require.NoError(t, r.Write(fh, bytes.Repeat([]byte("x"), 100)))
 	require.NoError(t, r.FinishWrite(fh))
@@ -165,7 +165,7 @@ func TestConfigureFormatRejectsBadValues(t *testing.T) {
 	assert.True(t, bytes.Contains(raw, bytes.Repeat([]byte("x"), 100)), "still none, unsealed")
 }
 
-func TestRawFilesAreNotFramed(t *testing.T) {
+func TestTmpFilesAreNotFramed(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
 	h, err := r.CreatePlan(ld, 1<<30, Unlimited)
@@ -174,8 +174,37 @@ func TestRawFilesAreNotFramed(t *testing.T) {
 	fh, err := r.CreateTmpFile(h)
 	require.NoError(t, err)
 	require.NoError(t, r.Write(fh, []byte("raw")))
-	require.ErrorIs(t, r.FinishWrite(fh), ErrNotFramed)
+	require.ErrorIs(t, r.FinishWrite(fh), ErrTmpFile)
 	_, err = r.OpenReader(fh)
-	require.ErrorIs(t, err, ErrNotFramed)
-	assert.Equal(t, KindInvalidHandle, Classify(ErrNotFramed))
+	require.ErrorIs(t, err, ErrTmpFile)
+	assert.Equal(t, KindInvalidHandle, Classify(ErrTmpFile))
+}
+
+// Each kind of file has its release: a handle given to the other kind's is refused, names the
+// right call, and leaves the file live; its own release then deletes it.
+func TestEachKindOfFileHasItsRelease(t *testing.T) {
+	_, ld := localDirs(t, 1)
+	r := NewRegistry(nil)
+	h, err := r.CreatePlan(ld, 1<<30, Unlimited)
+	require.NoError(t, err)
+	defer r.ReleasePlan(h)
+	tmp, err := r.CreateTmpFile(h)
+	require.NoError(t, err)
+	spillFile, err := r.CreateSpillFile(h)
+	require.NoError(t, err)
+	require.ErrorIs(t, r.ReleaseSpillFile(tmp), ErrTmpFile)
+	require.ErrorIs(t, r.ReleaseTmpFile(spillFile), ErrSpillFile)
+	assert.Equal(t, KindInvalidHandle, Classify(ErrSpillFile))
+	assert.Contains(t, ErrSpillFile.Error(), "releaseSpillFile")
+	assert.Equal(t, 2, r.LiveFiles(), "a refused release leaves the file live")
+	for _, fh := range []uint64{tmp, spillFile} {
+		path, err := r.Path(fh)
+		require.NoError(t, err)
+		assert.FileExists(t, path)
+	}
+	require.NoError(t, r.ReleaseTmpFile(tmp))
+	require.NoError(t, r.ReleaseSpillFile(spillFile))
+	assert.Zero(t, r.LiveFiles())
+	var handle *HandleError
+	require.ErrorAs(t, r.ReleaseSpillFile(spillFile), &handle, "released twice")
 }

@@ -197,7 +197,7 @@ func (r *Registry) lockLive(h uint64) (*Plan, error) {
 func (r *Registry) file(fh uint64) (*spill.File, error) {
 	e, ok := r.files.get(fh)
 	if !ok {
-		return nil, &HandleError{What: "spill file", Handle: fh}
+		return nil, &HandleError{What: "file", Handle: fh}
 	}
 	return e.file, nil
 }
@@ -217,7 +217,7 @@ func (r *Registry) Path(fh uint64) (string, error) {
 func (r *Registry) Write(fh uint64, p []byte) error {
 	e, ok := r.files.get(fh)
 	if !ok {
-		return &HandleError{What: "spill file", Handle: fh}
+		return &HandleError{What: "file", Handle: fh}
 	}
 	if e.framed() {
 		return e.writeFramed(func(w *spill.Writer) error {
@@ -234,7 +234,7 @@ func (r *Registry) Write(fh uint64, p []byte) error {
 func (r *Registry) WriteFrom(fh uint64, src io.Reader, n int64) error {
 	e, ok := r.files.get(fh)
 	if !ok {
-		return &HandleError{What: "spill file", Handle: fh}
+		return &HandleError{What: "file", Handle: fh}
 	}
 	if e.framed() {
 		return e.writeFramed(func(w *spill.Writer) error {
@@ -245,11 +245,25 @@ func (r *Registry) WriteFrom(fh uint64, src io.Reader, n int64) error {
 	return e.file.WriteFrom(src, n)
 }
 
-// ReleaseTmpFile deletes a spill file and gives its bytes back to its plan.
-func (r *Registry) ReleaseTmpFile(fh uint64) error {
+// ReleaseTmpFile deletes a tmp file (CreateTmpFile) and gives its bytes back to its plan; a spill
+// file's handle is refused (ErrSpillFile) and stays live.
+func (r *Registry) ReleaseTmpFile(fh uint64) error { return r.releaseFile(fh, false) }
+
+// ReleaseSpillFile deletes a spill file (CreateSpillFile) and gives its bytes back to its plan; a
+// tmp file's handle is refused (ErrTmpFile) and stays live.
+func (r *Registry) ReleaseSpillFile(fh uint64) error { return r.releaseFile(fh, true) }
+
+func (r *Registry) releaseFile(fh uint64, spillFile bool) error {
+	what, wrongKind := "tmp file", ErrSpillFile
+	if spillFile {
+		what, wrongKind = "spill file", ErrTmpFile
+	}
+	if e, ok := r.files.get(fh); ok && e.framed() != spillFile {
+		return wrongKind
+	}
 	e, ok := r.files.take(fh)
 	if !ok {
-		return &HandleError{What: "spill file", Handle: fh}
+		return &HandleError{What: what, Handle: fh}
 	}
 	e.plan.disown(func(o *owned) map[uint64]struct{} { return o.files }, fh)
 	if err := e.file.Release(); err != nil && !errors.Is(err, spill.ErrFileReleased) {

@@ -70,33 +70,33 @@ func UsedDiskSpace(plan int64) (int64, error) {
 	return int64(n), e
 }
 
-// CreateFile is spillway_file_create.
+// CreateFile is spillway_spill_file_create.
 func CreateFile(plan int64) (int64, error) {
 	var h C.int64_t
 	var err C.spillway_error
-	e := check(C.spillway_file_create(C.int64_t(plan), &h, &err), &err)
+	e := check(C.spillway_spill_file_create(C.int64_t(plan), &h, &err), &err)
 	return int64(h), e
 }
 
-// Write is spillway_file_write of p, copied to C memory first.
+// Write is spillway_spill_file_write of p, copied to C memory first.
 func Write(file int64, p []byte) error {
 	buf := C.CBytes(p)
 	defer C.free(buf)
 	var err C.spillway_error
-	return check(C.spillway_file_write(C.int64_t(file), (*C.uint8_t)(buf), C.int64_t(len(p)), &err), &err)
+	return check(C.spillway_spill_file_write(C.int64_t(file), (*C.uint8_t)(buf), C.int64_t(len(p)), &err), &err)
 }
 
-// Finish is spillway_file_finish.
+// Finish is spillway_spill_file_finish.
 func Finish(file int64) error {
 	var err C.spillway_error
-	return check(C.spillway_file_finish(C.int64_t(file), &err), &err)
+	return check(C.spillway_spill_file_finish(C.int64_t(file), &err), &err)
 }
 
-// Size is spillway_file_size.
+// Size is spillway_spill_file_size.
 func Size(file int64) (logical, stored int64, e error) {
 	var l, s C.int64_t
 	var err C.spillway_error
-	e = check(C.spillway_file_size(C.int64_t(file), &l, &s, &err), &err)
+	e = check(C.spillway_spill_file_size(C.int64_t(file), &l, &s, &err), &err)
 	return int64(l), int64(s), e
 }
 

@@ -27,7 +27,7 @@ pub struct SpillwaySpillFile {
 impl SpillwaySpillFile {
     pub(crate) fn create(plan: Arc<LibraryPlan>) -> std::result::Result<Self, SpillwayError> {
         let handle = FileHandle::create(plan)?;
-        let path = handle.plan.library().file_path(handle.handle)?;
+        let path = handle.plan.library().spill_file_path(handle.handle)?;
         Ok(SpillwaySpillFile { handle, path })
     }
 
@@ -41,7 +41,7 @@ impl SpillwaySpillFile {
             .handle
             .plan
             .library()
-            .file_size(self.handle.handle)
+            .spill_file_size(self.handle.handle)
             .ok()?;
         Some((logical.max(0) as u64, stored.max(0) as u64))
     }

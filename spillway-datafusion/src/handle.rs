@@ -19,7 +19,7 @@ pub(crate) struct FileHandle {
 impl FileHandle {
     /// Creates a file in the plan (its dir in the chosen root on the plan's first file).
     pub(crate) fn create(plan: Arc<LibraryPlan>) -> Result<Arc<Self>, SpillwayError> {
-        let handle = plan.library().file_create(plan.handle)?;
+        let handle = plan.library().spill_file_create(plan.handle)?;
         Ok(Arc::new(FileHandle {
             plan,
             handle,
@@ -31,6 +31,6 @@ impl FileHandle {
 impl Drop for FileHandle {
     fn drop(&mut self) {
         // Fails only if the plan went first (released by its owner): the file went with it.
-        let _ = self.plan.library().file_release(self.handle);
+        let _ = self.plan.library().spill_file_release(self.handle);
     }
 }

@@ -20,7 +20,7 @@ use libloading::os::unix::{Library, RTLD_LAZY};
 use crate::error::{SpillwayError, Status};
 
 /// The version of the C ABI this crate was written against (`SPILLWAY_ABI_VERSION`).
-pub const ABI_VERSION: i32 = 2;
+pub const ABI_VERSION: i32 = 3;
 
 /// The environment variable [`Spillway::from_env`] reads: the path of libspillway.so to load when
 /// the process has none loaded yet.
@@ -157,12 +157,12 @@ c_abi! {
     plan_create: PlanCreateFn,
     plan_release: HandleFn,
     plan_used_disk_space: HandleOutFn,
-    file_create: HandleOutFn,
-    file_write: FileWriteFn,
-    file_finish: HandleFn,
-    file_size: FileSizeFn,
-    file_path: FilePathFn,
-    file_release: HandleFn,
+    spill_file_create: HandleOutFn,
+    spill_file_write: FileWriteFn,
+    spill_file_finish: HandleFn,
+    spill_file_size: FileSizeFn,
+    spill_file_path: FilePathFn,
+    spill_file_release: HandleFn,
     reader_open: HandleOutFn,
     reader_read: ReaderReadFn,
     reader_close: HandleFn,
@@ -357,38 +357,38 @@ impl Spillway {
         Ok(used)
     }
 
-    pub(crate) fn file_create(&self, plan: i64) -> Result<i64, SpillwayError> {
+    pub(crate) fn spill_file_create(&self, plan: i64) -> Result<i64, SpillwayError> {
         let mut file = 0i64;
         // SAFETY: file and err are writable.
-        call(|err| unsafe { (self.fns.file_create)(plan, &mut file, err) })?;
+        call(|err| unsafe { (self.fns.spill_file_create)(plan, &mut file, err) })?;
         Ok(file)
     }
 
-    pub(crate) fn file_write(&self, file: i64, buf: &[u8]) -> Result<(), SpillwayError> {
+    pub(crate) fn spill_file_write(&self, file: i64, buf: &[u8]) -> Result<(), SpillwayError> {
         // SAFETY: buf is valid for its length during the call; err is writable.
-        call(|err| unsafe { (self.fns.file_write)(file, buf.as_ptr(), buf.len() as i64, err) })
+        call(|err| unsafe { (self.fns.spill_file_write)(file, buf.as_ptr(), buf.len() as i64, err) })
     }
 
-    pub(crate) fn file_finish(&self, file: i64) -> Result<(), SpillwayError> {
+    pub(crate) fn spill_file_finish(&self, file: i64) -> Result<(), SpillwayError> {
         // SAFETY: a plain handle; err is writable.
-        call(|err| unsafe { (self.fns.file_finish)(file, err) })
+        call(|err| unsafe { (self.fns.spill_file_finish)(file, err) })
     }
 
     /// The file's logical size (the bytes written) and stored size (on disk, after the format).
-    pub(crate) fn file_size(&self, file: i64) -> Result<(i64, i64), SpillwayError> {
+    pub(crate) fn spill_file_size(&self, file: i64) -> Result<(i64, i64), SpillwayError> {
         let (mut logical, mut stored) = (0i64, 0i64);
         // SAFETY: both outputs and err are writable.
-        call(|err| unsafe { (self.fns.file_size)(file, &mut logical, &mut stored, err) })?;
+        call(|err| unsafe { (self.fns.spill_file_size)(file, &mut logical, &mut stored, err) })?;
         Ok((logical, stored))
     }
 
-    pub(crate) fn file_path(&self, file: i64) -> Result<PathBuf, SpillwayError> {
+    pub(crate) fn spill_file_path(&self, file: i64) -> Result<PathBuf, SpillwayError> {
         let mut buf = vec![0u8; 512];
         loop {
             let mut len = -1i64;
             // SAFETY: buf is writable for its length; len and err are writable.
             let result = call(|err| unsafe {
-                (self.fns.file_path)(
+                (self.fns.spill_file_path)(
                     file,
                     buf.as_mut_ptr().cast(),
                     buf.len() as i64,
@@ -409,16 +409,16 @@ impl Spillway {
                 (Ok(()), _) => {
                     return Err(SpillwayError::new(
                         Status::Internal,
-                        format!("spillway_file_path gave length {len}"),
+                        format!("spillway_spill_file_path gave length {len}"),
                     ))
                 }
             }
         }
     }
 
-    pub(crate) fn file_release(&self, file: i64) -> Result<(), SpillwayError> {
+    pub(crate) fn spill_file_release(&self, file: i64) -> Result<(), SpillwayError> {
         // SAFETY: a plain handle; err is writable.
-        call(|err| unsafe { (self.fns.file_release)(file, err) })
+        call(|err| unsafe { (self.fns.spill_file_release)(file, err) })
     }
 
     pub(crate) fn reader_open(&self, file: i64) -> Result<i64, SpillwayError> {

@@ -1,4 +1,4 @@
-//! DataFusion's `SpillWriter` over `spillway_file_write`.
+//! DataFusion's `SpillWriter` over `spillway_spill_file_write`.
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -55,7 +55,7 @@ impl SpillwayWriter {
         self.file
             .plan
             .library()
-            .file_write(self.file.handle, bytes)
+            .spill_file_write(self.file.handle, bytes)
             .map_err(|e| {
                 self.failed = true;
                 e.into()
@@ -97,7 +97,7 @@ impl SpillWriter for SpillwayWriter {
     /// Writes what is buffered and ends the file's writing, so that it can be read.
     fn finish(&mut self) -> Result<()> {
         self.drain()?;
-        self.file.plan.library().file_finish(self.file.handle)?;
+        self.file.plan.library().spill_file_finish(self.file.handle)?;
         self.file.finished.store(true, Ordering::Release);
         Ok(())
     }

@@ -119,15 +119,15 @@ static int64_t counter(const char *name) {
 // write_file creates a file in plan, writes data in pieces of varying size, and finishes it.
 static int64_t write_file(int64_t plan, const uint8_t *data, int64_t n) {
 	int64_t file = 0;
-	OK(spillway_file_create(plan, &file, E));
+	OK(spillway_spill_file_create(plan, &file, E));
 	int64_t off = 0, piece = 1;
 	while (off < n) {
 		int64_t len = piece < n - off ? piece : n - off;
-		OK(spillway_file_write(file, data + off, len, E));
+		OK(spillway_spill_file_write(file, data + off, len, E));
 		off += len;
 		piece = piece * 7 + 3; // 1, 10, 73, ... up past the chunk size
 	}
-	OK(spillway_file_finish(file, E));
+	OK(spillway_spill_file_finish(file, E));
 	return file;
 }
 
@@ -227,12 +227,12 @@ static void test_lazy_dirs(void) {
 	CHECK(plan != 0, "plan handle 0");
 	CHECK(entries(roots[0]) == 0 && entries(roots[1]) == 0, "a plan that created no file made a dir");
 	int64_t file = 0;
-	OK(spillway_file_create(plan, &file, E));
+	OK(spillway_spill_file_create(plan, &file, E));
 	int a = entries(roots[0]), b = entries(roots[1]);
 	CHECK((a == 0) != (b == 0), "one root should have the plan's dir, found %d and %d entries", a, b);
 	char path[4096];
 	int64_t len = 0;
-	OK(spillway_file_path(file, path, sizeof path, &len, E));
+	OK(spillway_spill_file_path(file, path, sizeof path, &len, E));
 	CHECK(len == (int64_t)strlen(path), "len_out %lld for %s", (long long)len, path);
 	const char *landed = a > 0 ? roots[0] : roots[1];
 	CHECK(strncmp(path, landed, strlen(landed)) == 0 && path[strlen(landed)] == '/', "%s is not under %s", path, landed);
@@ -253,11 +253,11 @@ static void test_registered_dirs(void) {
 	OK(spillway_plan_create_in(dirs, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan2, E));
 	CHECK(plan1 != plan2, "two plans, one handle");
 	CHECK(entries(roots[0]) == 0, "plans made dirs before any file");
-	OK(spillway_file_create(plan1, &file, E));
+	OK(spillway_spill_file_create(plan1, &file, E));
 	CHECK(entries(roots[0]) > 0, "a file and no plan dir");
 	OK(spillway_local_dirs_release(dirs, E));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "local dirs registration", spillway_plan_create_in(dirs, 1, 1, &plan1, F));
-	OK(spillway_file_create(plan2, &file, E)); // a plan outlives its registration
+	OK(spillway_spill_file_create(plan2, &file, E)); // a plan outlives its registration
 	OK(spillway_plan_release(plan1, E));
 	OK(spillway_plan_release(plan2, E));
 	remove_root(roots[0]);
@@ -276,17 +276,17 @@ static void test_round_trip(void) {
 	int64_t file = write_file(plan, data, n);
 
 	int64_t logical = -1, stored = -1, used = -1, len = 0;
-	OK(spillway_file_size(file, &logical, &stored, E));
+	OK(spillway_spill_file_size(file, &logical, &stored, E));
 	CHECK(logical == n, "logical size %lld, wrote %lld", (long long)logical, (long long)n);
 	CHECK(stored > n, "incompressible bytes framed take more: stored %lld", (long long)stored);
-	OK(spillway_file_size(file, NULL, NULL, E));
+	OK(spillway_spill_file_size(file, NULL, NULL, E));
 	int64_t only = -1;
-	OK(spillway_file_size(file, NULL, &only, E));
+	OK(spillway_spill_file_size(file, NULL, &only, E));
 	CHECK(only == stored, "stored alone %lld", (long long)only);
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	CHECK(used == stored, "used %lld, stored %lld", (long long)used, (long long)stored);
 	char path[4096];
-	OK(spillway_file_path(file, path, sizeof path, &len, E));
+	OK(spillway_spill_file_path(file, path, sizeof path, &len, E));
 	struct stat st;
 	CHECK(stat(path, &st) == 0 && st.st_size == stored, "%s has %lld bytes on disk, stored %lld", path,
 	      (long long)st.st_size, (long long)stored);
@@ -327,9 +327,9 @@ static void test_round_trip(void) {
 	// An empty file reads as empty.
 	int64_t empty = write_file(plan, data, 0);
 	read_all(empty, data, 0, 10);
-	OK(spillway_file_release(empty, E));
+	OK(spillway_spill_file_release(empty, E));
 
-	OK(spillway_file_release(file, E));
+	OK(spillway_spill_file_release(file, E));
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	CHECK(used == 0, "used %lld after the files were released", (long long)used);
 	CHECK(access(path, F_OK) != 0, "%s is left after its release", path);
@@ -351,9 +351,9 @@ static void test_plan_limit(void) {
 	OK(spillway_plan_create(roots, 1, 400 * 1000, SPILLWAY_UNLIMITED, &plan, E));
 	int64_t refused_before = counter("limitFailures");
 	int64_t small = write_file(plan, data, 100 * 1000);
-	OK(spillway_file_create(plan, &file, E));
-	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, "spark.spillway.maxTempDirectorySize", spillway_file_write(file, data, n, F));
-	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, NULL, spillway_file_write(file, data, 10, F)); // no more writes
+	OK(spillway_spill_file_create(plan, &file, E));
+	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, "spark.spillway.maxTempDirectorySize", spillway_spill_file_write(file, data, n, F));
+	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, NULL, spillway_spill_file_write(file, data, 10, F)); // no more writes
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	CHECK(used <= 400 * 1000, "used %lld passes the limit", (long long)used);
 	CHECK(counter("limitFailures") > refused_before, "the refusal was not counted");
@@ -374,10 +374,10 @@ static void test_executor_limit(void) {
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, limit, &a, E));
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, limit, &b, E));
 	int64_t first = write_file(a, data, n);
-	OK(spillway_file_create(b, &file, E));
-	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, "spark.spillway.maxExecutorTempDirectorySize", spillway_file_write(file, data, n, F));
-	OK(spillway_file_release(file, E));
-	OK(spillway_file_release(first, E)); // a's bytes given back: b fits now
+	OK(spillway_spill_file_create(b, &file, E));
+	FAILS(SPILLWAY_ERR_LIMIT_EXCEEDED, "spark.spillway.maxExecutorTempDirectorySize", spillway_spill_file_write(file, data, n, F));
+	OK(spillway_spill_file_release(file, E));
+	OK(spillway_spill_file_release(first, E)); // a's bytes given back: b fits now
 	int64_t second = write_file(b, data, n);
 	read_all(second, data, n, 1 << 16);
 	OK(spillway_plan_release(a, E));
@@ -401,8 +401,8 @@ static void test_release_removes_everything(void) {
 			files[i] = write_file(plan, data, sizeof data);
 			OK(spillway_reader_open(files[i], &readers[i], E));
 		} else {
-			OK(spillway_file_create(plan, &files[i], E));
-			OK(spillway_file_write(files[i], data, sizeof data, E));
+			OK(spillway_spill_file_create(plan, &files[i], E));
+			OK(spillway_spill_file_write(files[i], data, sizeof data, E));
 		}
 	}
 	CHECK(counter("livePlans") == live_before + 1, "live plans");
@@ -413,9 +413,9 @@ static void test_release_removes_everything(void) {
 	int64_t count = 7, out = 7;
 	uint8_t buf[16];
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_plan_release(plan, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_file_create(plan, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_write(files[5], data, 10, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_release(files[0], F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_spill_file_create(plan, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "no live file", spillway_spill_file_write(files[5], data, 10, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_spill_file_release(files[0], F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_read(readers[0], buf, 16, &count, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_close(readers[1], F));
 	CHECK(count == 7 && out == 7, "a failed call wrote an out-parameter");
@@ -438,7 +438,7 @@ static void test_bad_inputs(void) {
 	fill(data, sizeof data, 1, 1);
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan, E));
 	file = write_file(plan, data, sizeof data);
-	OK(spillway_file_create(plan, &unfinished, E));
+	OK(spillway_spill_file_create(plan, &unfinished, E));
 	OK(spillway_reader_open(file, &reader, E));
 	const char *unchanged[4] = {"livePlans", "spillFiles", "dirsCreated", "bytesInUse"};
 	int64_t counters_before[4];
@@ -448,7 +448,7 @@ static void test_bad_inputs(void) {
 	int entries_before = entries(roots[0]);
 	int64_t used_before = 0, logical_before = 0;
 	OK(spillway_plan_used_disk_space(plan, &used_before, E));
-	OK(spillway_file_size(unfinished, &logical_before, NULL, E));
+	OK(spillway_spill_file_size(unfinished, &logical_before, NULL, E));
 
 	const int64_t sentinel = 0x5eed;
 	int64_t out = sentinel, out2 = sentinel;
@@ -494,32 +494,32 @@ static void test_bad_inputs(void) {
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "no live plan has handle 12345", spillway_plan_release(forged, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_plan_release(file, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_plan_used_disk_space(forged, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_file_create(file, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_write(plan, data, 1, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_finish(reader, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_size(forged, &out, &out2, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_path(forged, NULL, 0, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_release(plan, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_spill_file_create(file, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "no live file", spillway_spill_file_write(plan, data, 1, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_spill_file_finish(reader, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "no live file", spillway_spill_file_size(forged, &out, &out2, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "no live file", spillway_spill_file_path(forged, NULL, 0, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_spill_file_release(plan, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_reader_open(forged, &out, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_read(file, data, 1, &out, F));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_close(plan, F));
 
 	// Out of order: read before finish, write after it.
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, NULL, spillway_reader_open(unfinished, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, NULL, spillway_file_write(file, data, 1, F));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, NULL, spillway_spill_file_write(file, data, 1, F));
 
 	// NULL out-parameters, negative lengths, NULL buffers.
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "bytes_out is NULL", spillway_plan_used_disk_space(plan, NULL, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "file_out is NULL", spillway_file_create(plan, NULL, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "len is -1", spillway_file_write(unfinished, data, -1, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_file_write(unfinished, NULL, 10, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "file_out is NULL", spillway_spill_file_create(plan, NULL, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "len is -1", spillway_spill_file_write(unfinished, data, -1, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_spill_file_write(unfinished, NULL, 10, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "reader_out is NULL", spillway_reader_open(file, NULL, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "n_out is NULL", spillway_reader_read(reader, data, 10, NULL, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "cap is -3", spillway_reader_read(reader, data, -3, &out, F));
 	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_reader_read(reader, NULL, 10, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "len_out is NULL", spillway_file_path(file, (char *)data, 100, NULL, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "cap is -1", spillway_file_path(file, (char *)data, -1, &out, F));
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_file_path(file, NULL, 10, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "len_out is NULL", spillway_spill_file_path(file, (char *)data, 100, NULL, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "cap is -1", spillway_spill_file_path(file, (char *)data, -1, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "buf is NULL", spillway_spill_file_path(file, NULL, 10, &out, F));
 	int32_t n_stats = 0;
 	OK(spillway_stats_count(&n_stats, E));
 	int64_t values[64];
@@ -550,22 +550,22 @@ static void test_bad_inputs(void) {
 	// A path buffer too small: the length is told, the buffer untouched.
 	char small[8];
 	memset(small, '#', sizeof small);
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "the path needs", spillway_file_path(file, small, sizeof small, &out, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, "the path needs", spillway_spill_file_path(file, small, sizeof small, &out, F));
 	CHECK(out > 8, "len_out %lld for a path that did not fit", (long long)out);
 	for (size_t i = 0; i < sizeof small; i++) {
 		CHECK(small[i] == '#', "byte %zu of a buffer too small was written", i);
 	}
 	int64_t len = 0;
-	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, NULL, spillway_file_path(file, NULL, 0, &len, F));
+	FAILS(SPILLWAY_ERR_INVALID_ARGUMENT, NULL, spillway_spill_file_path(file, NULL, 0, &len, F));
 	CHECK(len == out, "len_out %lld then %lld", (long long)out, (long long)len);
 	char *exact = malloc((size_t)len + 1);
-	OK(spillway_file_path(file, exact, len + 1, &out2, E));
+	OK(spillway_spill_file_path(file, exact, len + 1, &out2, E));
 	CHECK(out2 == len && strlen(exact) == (size_t)len, "the path did not fit exactly");
 	free(exact);
 
 	// err may be NULL: the code alone.
 	CHECK(spillway_plan_release(forged, NULL) == SPILLWAY_ERR_INVALID_HANDLE, "NULL err");
-	CHECK(spillway_file_write(unfinished, NULL, 5, NULL) == SPILLWAY_ERR_INVALID_ARGUMENT, "NULL err");
+	CHECK(spillway_spill_file_write(unfinished, NULL, 5, NULL) == SPILLWAY_ERR_INVALID_ARGUMENT, "NULL err");
 
 	// A message longer than the struct is cut at a character boundary and terminated.
 	char *wide = malloc(3000);
@@ -589,7 +589,7 @@ static void test_bad_inputs(void) {
 	}
 	int64_t used = 0, logical = 0;
 	OK(spillway_plan_used_disk_space(plan, &used, E));
-	OK(spillway_file_size(unfinished, &logical, NULL, E));
+	OK(spillway_spill_file_size(unfinished, &logical, NULL, E));
 	CHECK(used == used_before && logical == logical_before, "the failed calls changed the files");
 	CHECK(entries(roots[0]) == entries_before, "dirs made by failed calls");
 	OK(spillway_reader_close(reader, E));
@@ -599,8 +599,8 @@ static void test_bad_inputs(void) {
 	OK(spillway_reader_open(file, &reader, E));
 	OK(spillway_reader_close(reader, E));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "reader", spillway_reader_close(reader, F));
-	OK(spillway_file_release(file, E));
-	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_file_release(file, F));
+	OK(spillway_spill_file_release(file, E));
+	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "spill file", spillway_spill_file_release(file, F));
 	OK(spillway_plan_release(plan, E));
 	FAILS(SPILLWAY_ERR_INVALID_HANDLE, "plan", spillway_plan_release(plan, F));
 	remove_root(roots[0]);
@@ -619,11 +619,11 @@ static void test_format(void) {
 	OK(spillway_configure_format("LZ4", 1, 1, 256, E));
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan, E));
 	int64_t file = write_file(plan, data, n);
-	OK(spillway_file_size(file, &logical, &stored, E));
+	OK(spillway_spill_file_size(file, &logical, &stored, E));
 	CHECK(logical == n && stored < n / 4, "lz4: %lld plain bytes stored in %lld", (long long)logical, (long long)stored);
 	read_all(file, data, n, 1 << 16);
 	int64_t old = write_file(before_plan, data, n);
-	OK(spillway_file_size(old, &logical, &stored, E));
+	OK(spillway_spill_file_size(old, &logical, &stored, E));
 	CHECK(stored > n, "a plan created before the format changed compressed: %lld", (long long)stored);
 	read_all(old, data, n, 1 << 16);
 	OK(spillway_configure_format("none", 1, 0, 128, E));
@@ -649,15 +649,15 @@ static void test_disk_full(const char *tmpfs) {
 	int64_t fs_errors_before = counter("filesystemErrors");
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &plan, E));
 	int64_t kept = write_file(plan, data, kept_n);
-	OK(spillway_file_create(plan, &full, E));
+	OK(spillway_spill_file_create(plan, &full, E));
 	int32_t rc = SPILLWAY_OK;
 	spillway_error err;
 	int64_t written = 0;
 	for (int i = 0; i < 1000 && rc == SPILLWAY_OK; i++) {
-		rc = spillway_file_write(full, data, piece, &err);
+		rc = spillway_spill_file_write(full, data, piece, &err);
 		if (rc == SPILLWAY_OK) {
 			written += piece;
-			OK(spillway_file_size(full, NULL, &acked_stored, E));
+			OK(spillway_spill_file_size(full, NULL, &acked_stored, E));
 		}
 	}
 	CHECK(rc == SPILLWAY_ERR_IO, "filling the disk gave %d", (int)rc);
@@ -665,26 +665,26 @@ static void test_disk_full(const char *tmpfs) {
 	CHECK(written > 0, "nothing fitted before the disk was full");
 	CHECK(counter("filesystemErrors") > fs_errors_before, "the failure was not counted");
 	// Counted exactly: the plan's bytes are those on disk.
-	OK(spillway_file_size(full, NULL, &stored, E));
+	OK(spillway_spill_file_size(full, NULL, &stored, E));
 	OK(spillway_plan_used_disk_space(plan, &used, E));
 	char path[4096];
 	int64_t len = 0;
 	struct stat st_full, st_kept;
-	OK(spillway_file_path(full, path, sizeof path, &len, E));
+	OK(spillway_spill_file_path(full, path, sizeof path, &len, E));
 	CHECK(stat(path, &st_full) == 0, "stat %s", path);
-	OK(spillway_file_path(kept, path, sizeof path, &len, E));
+	OK(spillway_spill_file_path(kept, path, sizeof path, &len, E));
 	CHECK(stat(path, &st_kept) == 0, "stat %s", path);
 	CHECK(used == st_full.st_size + st_kept.st_size, "used %lld, on disk %lld + %lld", (long long)used,
 	      (long long)st_full.st_size, (long long)st_kept.st_size);
 	CHECK(stored >= acked_stored, "stored shrank: %lld < %lld", (long long)stored, (long long)acked_stored);
-	FAILS(SPILLWAY_ERR_IO, NULL, spillway_file_write(full, data, 10, F)); // it takes no more writes
+	FAILS(SPILLWAY_ERR_IO, NULL, spillway_spill_file_write(full, data, 10, F)); // it takes no more writes
 	// Nothing lost: the finished file reads back whole.
 	read_all(kept, data, kept_n, 1 << 16);
 	// Space freed, writing resumes in a new file.
-	OK(spillway_file_release(full, E));
+	OK(spillway_spill_file_release(full, E));
 	// The plan gave up the root that failed (the usual executor has others); a new plan uses it.
 	int64_t again = 0, fresh = 0;
-	FAILS(SPILLWAY_ERR_IO, "no local dir could take a spill file", spillway_file_create(plan, &again, F));
+	FAILS(SPILLWAY_ERR_IO, "no local dir could take a spill file", spillway_spill_file_create(plan, &again, F));
 	OK(spillway_plan_create(roots, 1, SPILLWAY_UNLIMITED, SPILLWAY_UNLIMITED, &fresh, E));
 	again = write_file(fresh, data, kept_n);
 	read_all(again, data, kept_n, 1 << 16);
@@ -710,7 +710,7 @@ static void *concurrent_worker(void *arg) {
 		int64_t shared = write_file(shared_plan, data, sizeof data);
 		read_all(mine, data, sizeof data, 4096);
 		read_all(shared, data, sizeof data, 65536);
-		OK(spillway_file_release(shared, E));
+		OK(spillway_spill_file_release(shared, E));
 		OK(spillway_plan_release(own, E));
 	}
 	return NULL;

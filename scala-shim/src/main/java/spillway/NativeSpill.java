@@ -102,7 +102,7 @@ public final class NativeSpill {
    * (not the buffer's position, which is left unchanged); requires
    * {@code 0 <= offset, 0 <= length, offset + length <= buf.limit()}. Direct or heap buffers.
    * To a file from {@link #createTmpFile}: all or nothing against the plan's limits, and a failed
-   * write leaves the file as it was. To a file from {@link #createFramedFile}: the bytes are
+   * write leaves the file as it was. To a spill file ({@link #createSpillFile}): the bytes are
    * framed, and each chunk that fills is appended all or nothing (see there). A heap buffer is
    * copied in bounded chunks, so a write of any size needs no memory in proportion to it outside
    * the Java heap.
@@ -113,24 +113,26 @@ public final class NativeSpill {
       throws IOException;
 
   /**
-   * Deletes the file and returns its bytes to the plan. The handle is released even when the
-   * deletion fails.
+   * Deletes a file of {@link #createTmpFile} and returns its bytes to the plan. The handle is
+   * released even when the deletion fails.
    *
+   * @throws IllegalStateException if {@code file} is not a live file, or is a spill file ({@link
+   *     #createSpillFile}: release it with {@link #releaseSpillFile}); the file is then untouched
    * @throws IOException if the file could not be deleted (naming it and the OS cause)
    */
   public static native void releaseTmpFile(long file) throws IOException;
 
-  // ---- Framed files: compressed, sealed and checked by the library, read back through it. ----
+  // ---- Spill files: compressed, sealed and checked by the library, read back through it. ----
   //
-  // A framed file is cut into chunks, each compressed with the process's codec (stored as is when
-  // that does not shrink it), then sealed with AES-GCM under a key made in this process's memory
-  // and never written anywhere, or checked by CRC-32C when encryption is off. The format is
-  // specified in docs/design/spill-file-format.md. Limits and usedDiskSpace count a framed file's bytes
-  // on disk: compressed, with framing.
+  // A spill file is framed: cut into chunks, each compressed with the process's codec (stored as
+  // is when that does not shrink it), then sealed with AES-GCM under a key made in this process's
+  // memory and never written anywhere, or checked by CRC-32C when encryption is off. The format is
+  // specified in docs/design/spill-file-format.md. Limits and usedDiskSpace count a spill file's
+  // bytes on disk: compressed, with framing. The shim's spillway.SpillFile is one.
 
   /**
-   * Sets the format of the framed files of plans created from now on; call it once per executor,
-   * before creating plans. Plans created earlier keep their format. Without a call, framed files
+   * Sets the format of the spill files of plans created from now on; call it once per executor,
+   * before creating plans. Plans created earlier keep their format. Without a call, spill files
    * are neither compressed nor encrypted (each chunk still checked by CRC-32C).
    *
    * @param codec {@code none}, {@code lz4} or {@code zstd} (case-insensitive; Spark's class names
@@ -145,23 +147,33 @@ public final class NativeSpill {
   public static native void configureFormat(String codec, int zstdLevel, boolean encrypt, int keyBits);
 
   /**
-   * Creates a framed spill file for the plan, in the plan's format, and returns a file handle:
-   * {@link #write}, {@link #path}, {@link #releaseTmpFile} take it as they take {@link
-   * #createTmpFile}'s. Its writes are framed: {@link #write} appends whole chunks as they fill (a
-   * chunk is all or nothing against the limits; after a failed write the file takes no more
-   * writes: release it). {@link #finishWrite} writes the last chunk; then {@link #openReader}
-   * reads it back.
+   * Creates a spill file for the plan, in the plan's format, and returns a file handle: {@link
+   * #write}, {@link #path} and {@link #fileSizes} take it as they take {@link #createTmpFile}'s.
+   * Its writes are framed: {@link #write} appends whole chunks as they fill (a chunk is all or
+   * nothing against the limits; after a failed write the file takes no more writes: release it).
+   * {@link #finishWrite} writes the last chunk; then {@link #openReader} reads it back. Release it
+   * with {@link #releaseSpillFile}.
    *
    * @throws IllegalStateException if {@code plan} is not a live plan
    * @throws IOException if no local dir could take the file
    */
-  public static native long createFramedFile(long plan) throws IOException;
+  public static native long createSpillFile(long plan) throws IOException;
 
   /**
-   * Writes a framed file's last chunk: the file can then be read, and takes no more writes.
+   * Deletes a spill file ({@link #createSpillFile}) and returns its bytes to the plan; its readers
+   * fail from then on. The handle is released even when the deletion fails.
+   *
+   * @throws IllegalStateException if {@code file} is not a live file, or is a file of {@link
+   *     #createTmpFile} (release it with {@link #releaseTmpFile}); the file is then untouched
+   * @throws IOException if the file could not be deleted (naming it and the OS cause)
+   */
+  public static native void releaseSpillFile(long file) throws IOException;
+
+  /**
+   * Writes a spill file's last chunk: the file can then be read, and takes no more writes.
    * Calling it again returns the first call's outcome.
    *
-   * @throws IllegalStateException if {@code file} is not a live file, or is a raw one ({@link
+   * @throws IllegalStateException if {@code file} is not a live file, or is a tmp file ({@link
    *     #createTmpFile})
    * @throws SpillLimitExceededException if the last chunk would pass a limit (the file keeps its
    *     whole chunks and cannot be read: release it)
@@ -171,7 +183,7 @@ public final class NativeSpill {
 
   /**
    * Fills {@code out[0..1]} with a file's plain bytes written so far and its bytes on disk (equal
-   * for a raw file).
+   * for a tmp file).
    *
    * @throws IllegalArgumentException if {@code out} is null or shorter than 2
    * @throws IllegalStateException if {@code file} is not a live file
@@ -179,11 +191,11 @@ public final class NativeSpill {
   public static native void fileSizes(long file, long[] out);
 
   /**
-   * Opens a finished framed file for reading from its start and returns a reader handle. The
+   * Opens a finished spill file for reading from its start and returns a reader handle. The
    * reader decodes the next chunk while the caller consumes the current one. Close it with
    * {@link #closeReader}; releasing the plan closes it too. A file may have several readers.
    *
-   * @throws IllegalStateException if {@code file} is not a live file, is raw, or its writing was
+   * @throws IllegalStateException if {@code file} is not a live file, is a tmp file, or its writing was
    *     not finished ({@link #finishWrite})
    * @throws IOException if the file's header is not that of a file of this process's format
    *     (a foreign, cut or changed file), naming the file
@@ -216,7 +228,7 @@ public final class NativeSpill {
    */
   public static native void closeReader(long reader);
 
-  /** Bytes on disk in the plan's live files (compressed and framed for framed files). */
+  /** Bytes on disk in the plan's live files (compressed and framed for spill files). */
   public static native long usedDiskSpace(long plan);
 
   /**
@@ -394,7 +406,7 @@ public final class NativeSpill {
    * #sortStatsNames}: records added, runs spilled, bytes the runs take on disk (compressed, framed:
    * Spark's diskBytesSpilled), bytes of memory freed by spills (Spark's memoryBytesSpilled), bytes
    * of memory held now, plain bytes written to the runs, and merge passes (0 when nothing spilled,
-   * 1 for a single merge, more when runs were too many for one). Runs are framed files in the
+   * 1 for a single merge, more when runs were too many for one). Runs are spill files in the
    * plan's format.
    *
    * @throws IllegalArgumentException if {@code out} is null or shorter than 5

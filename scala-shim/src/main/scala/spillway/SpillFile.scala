@@ -91,7 +91,7 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
    */
   def release(): Unit = {
     plan.ifOpen { () =>
-      if (released.compareAndSet(false, true)) NativeSpill.releaseTmpFile(handle)
+      if (released.compareAndSet(false, true)) NativeSpill.releaseSpillFile(handle)
     }
   }
 

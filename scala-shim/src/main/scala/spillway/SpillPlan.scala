@@ -35,13 +35,13 @@ final class SpillPlan private (
    * @throws IllegalStateException if the plan is closed
    */
   def createSpillFile(): SpillFile = withOpenPlan { () =>
-    val file = NativeSpill.createFramedFile(handle)
+    val file = NativeSpill.createSpillFile(handle)
     val path =
       try NativeSpill.path(file)
       catch {
         case t: Throwable =>
           // Fails too if a close released the file meanwhile: the first failure is the one to tell.
-          try NativeSpill.releaseTmpFile(file)
+          try NativeSpill.releaseSpillFile(file)
           catch { case NonFatal(e) => t.addSuppressed(e) }
           throw t
       }

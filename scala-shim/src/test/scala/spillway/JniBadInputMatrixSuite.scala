@@ -119,6 +119,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("path", FileKind, h => NativeSpill.path(h)),
     ("write", FileKind, h => NativeSpill.write(h, direct(fBytes), 0, 10)),
     ("releaseTmpFile", FileKind, h => NativeSpill.releaseTmpFile(h)),
+    ("releaseSpillFile", FileKind, h => NativeSpill.releaseSpillFile(h)),
     ("sortAdd", SortKind, h => NativeSpill.sortAdd(h, direct(record), 0, record.length)),
     ("sortSpill", SortKind, h => NativeSpill.sortSpill(h, false)),
     ("sortSpill(refill)", SortKind, h => NativeSpill.sortSpill(h, true)),

@@ -9,12 +9,12 @@ import org.scalatest.BeforeAndAfterEach
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
- * The framed-file natives (NativeSpill's Javadoc: configureFormat, createFramedFile, finishWrite,
+ * The spill-file natives (NativeSpill's Javadoc: configureFormat, createSpillFile, finishWrite,
  * fileSizes, openReader, read, closeReader), called directly on the real library: round trips in
  * every codec, sealed or not, through direct and heap buffers; bad input gets the contract's
  * exceptions; a changed file is an IOException naming the file and the chunk.
  */
-class FramedFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
+class SpillFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
   private val GiB = 1L << 30
   private var root: Path = _
 
@@ -38,7 +38,7 @@ class FramedFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
   }
 
   private def writeFramed(plan: Long, data: Array[Byte], direct: Boolean): Long = {
-    val file = NativeSpill.createFramedFile(plan)
+    val file = NativeSpill.createSpillFile(plan)
     var off = 0
     while (off < data.length) {
       val n = math.min(100000, data.length - off)
@@ -135,7 +135,7 @@ class FramedFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       val raw = NativeSpill.createTmpFile(plan)
       intercept[IllegalStateException](NativeSpill.finishWrite(raw))
       intercept[IllegalStateException](NativeSpill.openReader(raw))
-      val framed = NativeSpill.createFramedFile(plan)
+      val framed = NativeSpill.createSpillFile(plan)
       intercept[IllegalStateException](NativeSpill.openReader(framed)) // not finished
       NativeSpill.finishWrite(framed)
       intercept[IllegalStateException](NativeSpill.write(framed, ByteBuffer.allocate(1), 0, 1))
@@ -152,7 +152,16 @@ class FramedFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       intercept[IllegalStateException](NativeSpill.closeReader(reader))
       intercept[IllegalStateException](NativeSpill.read(reader, ByteBuffer.allocate(4), 0, 1))
       intercept[IllegalStateException](NativeSpill.openReader(0L))
-      intercept[IllegalStateException](NativeSpill.createFramedFile(0L))
+      intercept[IllegalStateException](NativeSpill.createSpillFile(0L))
+      // Each kind of file has its release; the other kind's refuses it and leaves the file live.
+      val refused = intercept[IllegalStateException](NativeSpill.releaseTmpFile(framed))
+      assert(refused.getMessage.contains("releaseSpillFile"), refused.getMessage)
+      intercept[IllegalStateException](NativeSpill.releaseSpillFile(raw))
+      assert(Files.exists(Paths.get(NativeSpill.path(framed))) && Files.exists(Paths.get(NativeSpill.path(raw))))
+      NativeSpill.releaseTmpFile(raw)
+      val other = NativeSpill.createSpillFile(plan)
+      NativeSpill.releaseSpillFile(other)
+      intercept[IllegalStateException](NativeSpill.releaseSpillFile(other))
       // A reader left open is closed with its plan.
       NativeSpill.openReader(framed)
     } finally NativeSpill.releasePlan(plan)
