@@ -5,22 +5,10 @@ package jni
 */
 import "C"
 
-import "github.com/spillway/spillway/plan"
-
 //export Java_spillway_NativeSpill_createSort
 func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle, memoryBudget C.jlong) C.jlong {
 	defer recoverPanic(env)
-	return createSort(env, planHandle, memoryBudget, plan.SortOptions{})
-}
-
-//export Java_spillway_NativeSpill_createSortWith
-func Java_spillway_NativeSpill_createSortWith(env *C.JNIEnv, _ C.jclass, planHandle, memoryBudget C.jlong, pipelinedRuns C.jboolean) C.jlong {
-	defer recoverPanic(env)
-	return createSort(env, planHandle, memoryBudget, plan.SortOptions{PipelinedRuns: pipelinedRuns != C.JNI_FALSE})
-}
-
-func createSort(env *C.JNIEnv, planHandle, memoryBudget C.jlong, opts plan.SortOptions) C.jlong {
-	sh, err := registry.CreateSort(uint64(planHandle), int64(memoryBudget), opts)
+	sh, err := registry.CreateSort(uint64(planHandle), int64(memoryBudget))
 	if err != nil {
 		throw(env, err)
 		return 0

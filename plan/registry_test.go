@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"encoding/binary"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -275,10 +274,10 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	h, err := r.CreatePlan(ld, 1<<20, Unlimited)
 	require.NoError(t, err)
 
-	_, err = r.CreateSort(h, 0, SortOptions{})
+	_, err = r.CreateSort(h, 0)
 	assert.Equal(t, KindInvalidArgument, Classify(err), "a budget of 0 is refused")
 
-	sh, err := r.CreateSort(h, 1024, SortOptions{})
+	sh, err := r.CreateSort(h, 1024)
 	require.NoError(t, err)
 	var batch []byte
 	for i := range 200 {
@@ -298,7 +297,7 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	assert.Equal(t, KindInvalidHandle, Classify(err))
 	assert.Equal(t, KindInvalidHandle, Classify(r.SortAdd(sh, batch)))
 	assert.Equal(t, KindInvalidHandle, Classify(r.ReleaseSort(sh)))
-	_, err = r.CreateSort(h, 1024, SortOptions{})
+	_, err = r.CreateSort(h, 1024)
 	assert.Equal(t, KindInvalidHandle, Classify(err))
 }
 
@@ -306,7 +305,7 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	_, ld := localDirs(t, 1)
 	r := NewRegistry(nil)
 	h, _ := r.CreatePlan(ld, 1<<20, Unlimited)
-	sh, err := r.CreateSort(h, 512, SortOptions{})
+	sh, err := r.CreateSort(h, 512)
 	require.NoError(t, err)
 	var batch []byte
 	for i := range 100 {
@@ -320,55 +319,6 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	assert.Zero(t, used, "the sort's run files are given back")
 	assert.Zero(t, r.LiveSorts())
 	require.NoError(t, r.ReleasePlan(h))
-}
-
-// A sort created with PipelinedRuns writes its runs through the pipelined writer: its spill
-// reserves that writer's memory (three frames, not one), and its records come back sorted.
-func TestSortOptionsReachTheSorter(t *testing.T) {
-	dirs, ld := localDirs(t, 1)
-	before := listing(t, dirs)
-	r := NewRegistry(nil)
-	h, err := r.CreatePlan(ld, 1<<20, Unlimited)
-	require.NoError(t, err)
-	inline, err := r.CreateSort(h, 64<<10, SortOptions{})
-	require.NoError(t, err)
-	pipelined, err := r.CreateSort(h, 64<<10, SortOptions{PipelinedRuns: true})
-	require.NoError(t, err)
-	inlineReserve, err := r.SortAddGrowthBound(inline, 0, 0)
-	require.NoError(t, err)
-	pipelinedReserve, err := r.SortAddGrowthBound(pipelined, 0, 0)
-	require.NoError(t, err)
-	assert.Equal(t, 3*inlineReserve, pipelinedReserve, "a pipelined run writer holds three frames")
-
-	var batch []byte
-	for i := range 5000 {
-		batch = extsort.AppendRecord(batch, binary.BigEndian.AppendUint32(nil, uint32(i*7919%5000)), make([]byte, 40))
-	}
-	require.NoError(t, r.SortAdd(pipelined, batch))
-	st, err := r.SortStats(pipelined)
-	require.NoError(t, err)
-	assert.Greater(t, st.Runs, int64(1), "a 64 KiB budget spills several runs")
-	out := make([]byte, 1<<20)
-	want := uint32(0)
-	for {
-		n, need, err := r.SortNext(pipelined, out)
-		require.NoError(t, err)
-		require.Zero(t, need)
-		if n == 0 {
-			break
-		}
-		for off := 0; off < n; { // u32 key length, u32 value length (little-endian), key, value
-			keyLen := int(binary.LittleEndian.Uint32(out[off:]))
-			valueLen := int(binary.LittleEndian.Uint32(out[off+4:]))
-			require.Equal(t, 4, keyLen)
-			require.Equal(t, want, binary.BigEndian.Uint32(out[off+8:]))
-			want++
-			off += 8 + keyLen + valueLen
-		}
-	}
-	assert.Equal(t, uint32(5000), want)
-	require.NoError(t, r.ReleasePlan(h))
-	assert.Equal(t, before, listing(t, dirs))
 }
 
 func TestExecutorLimitAndStats(t *testing.T) {

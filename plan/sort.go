@@ -29,19 +29,16 @@ type sortEntry struct {
 	sorter *extsort.Sorter
 }
 
-// SortOptions tune a sort (see extsort.Options).
-type SortOptions = extsort.Options
-
 // CreateSort starts an external sort owned by the plan: it holds up to memoryBudget bytes of
 // records in memory and spills sorted runs through the plan's spill manager, under its limit.
 // Releasing the plan closes the sort.
-func (r *Registry) CreateSort(h uint64, memoryBudget int64, opts SortOptions) (uint64, error) {
+func (r *Registry) CreateSort(h uint64, memoryBudget int64) (uint64, error) {
 	p, err := r.lockLive(h)
 	if err != nil {
 		return 0, err
 	}
 	defer p.mu.Unlock()
-	s, err := extsort.NewWith(&p.spill, memoryBudget, opts)
+	s, err := extsort.New(&p.spill, memoryBudget)
 	if err != nil {
 		return 0, err
 	}

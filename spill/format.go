@@ -91,10 +91,6 @@ type FramedOptions struct {
 	// records' like bytes side by side and so compresses them far better. Its Writer and Readers
 	// hold one chunk more.
 	RecordSize int
-	// Pipelined encodes full chunks on goroutines of their own while the caller fills the next
-	// (chunkfile.Options.Pipeline): the Writer holds three chunks' buffers, and a caller that gives
-	// up on the file must Discard its Writer before releasing it.
-	Pipelined bool
 }
 
 // CreateFramedFileWith is CreateFramedFile framed as o says.
@@ -127,7 +123,7 @@ func (m *Manager) CreateFramedFileWith(o FramedOptions) (*Writer, error) {
 
 // WriterOptions are the chunkfile options of a file framed as o says, for chunkfile.WriterMemory.
 func (m *Manager) WriterOptions(o FramedOptions) chunkfile.Options {
-	return chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: cmp.Or(o.ChunkSize, m.format.ChunkSize), Shuffle: o.RecordSize, Pipeline: o.Pipelined}
+	return chunkfile.Options{Codec: m.format.Codec, Key: m.format.Key, ChunkSize: cmp.Or(o.ChunkSize, m.format.ChunkSize), Shuffle: o.RecordSize}
 }
 
 // File is the file written.
@@ -164,9 +160,8 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// Discard gives up on the file without finishing it: it waits for the chunks in flight of a
-// pipelined Writer and appends none of them, and the Writer takes no more writes. Release the
-// file after.
+// Discard gives up on the file without finishing it: the bytes buffered are dropped, and the
+// Writer takes no more writes. Release the file after.
 func (w *Writer) Discard() { w.w.Discard() }
 
 // LogicalSize is the number of plain bytes appended in whole chunks so far.

@@ -52,17 +52,11 @@ func compressible(n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// pipelines names the two ways a framed file is written: each chunk on the writer's goroutine,
-// or pipelined.
-var pipelines = map[string]spill.FramedOptions{"inline": {}, "pipelined": {Pipelined: true}}
-
 func TestFramedRoundTripEveryFormat(t *testing.T) {
 	for name, f := range formats(t) {
-		for pipeName, opts := range pipelines {
-			t.Run(name+"/"+pipeName, func(t *testing.T) {
-				testFramedRoundTrip(t, f, opts)
-			})
-		}
+		t.Run(name, func(t *testing.T) {
+			testFramedRoundTrip(t, f, spill.FramedOptions{})
+		})
 	}
 }
 
@@ -115,11 +109,9 @@ func testFramedRoundTrip(t *testing.T, f spill.Format, opts spill.FramedOptions)
 // its whole chunks, and the usage is exactly their bytes on disk.
 func TestFramedLimitCountsBytesOnDiskExactly(t *testing.T) {
 	for name, f := range formats(t) {
-		for pipeName, opts := range pipelines {
-			t.Run(name+"/"+pipeName, func(t *testing.T) {
-				testFramedLimit(t, f, opts)
-			})
-		}
+		t.Run(name, func(t *testing.T) {
+			testFramedLimit(t, f, spill.FramedOptions{})
+		})
 	}
 }
 
@@ -167,14 +159,14 @@ func testFramedLimit(t *testing.T, f spill.Format, opts spill.FramedOptions) {
 	require.NoError(t, m.Close())
 }
 
-// A pipelined file refused a chunk mid-way returns the refusal from a later Write or from Close;
-// the usage is still exactly the whole chunks on disk, and a Writer discarded and its file released
-// leave nothing behind.
-func TestFramedPipelinedRefusalMidFile(t *testing.T) {
+// A file refused a chunk mid-way returns the refusal from a Write or from Close; the usage is
+// still exactly the whole chunks on disk, and a Writer discarded and its file released leave
+// nothing behind.
+func TestFramedRefusalMidFile(t *testing.T) {
 	f := spill.Format{Codec: chunkfile.LZ4, ChunkSize: 4 << 10}
 	root := t.TempDir()
 	m := formatManager(t, root, 3000, nil, f) // a chunk or two of compressed text, not ten
-	w, err := m.CreateFramedFileWith(spill.FramedOptions{Pipelined: true})
+	w, err := m.CreateFramedFileWith(spill.FramedOptions{})
 	require.NoError(t, err)
 	data := compressible(10 * 4 << 10)
 	for p := data; len(p) > 0 && err == nil; {

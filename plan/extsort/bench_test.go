@@ -20,11 +20,10 @@ import (
 const benchBatchBytes = 1 << 20
 
 type benchCase struct {
-	name      string
-	budget    int64
-	tasks     int  // sorts run at once (0: one)
-	lz4       bool // runs compressed with lz4, Spark's default codec (else not at all)
-	pipelined bool // runs written pipelined (Options.PipelinedRuns)
+	name   string
+	budget int64
+	tasks  int  // sorts run at once (0: one)
+	lz4    bool // runs compressed with lz4, Spark's default codec (else not at all)
 }
 
 // BenchmarkSort sorts 1M records of 16-byte random keys and 16-byte values (40 MB encoded), added
@@ -57,19 +56,12 @@ func BenchmarkSortOrderBy(b *testing.B) {
 
 // BenchmarkSortOrderByText is BenchmarkSortOrderBy with values that compress as the lineitem
 // rows of the SQL bench do (lz4 stores 0.78 of them), runs compressed with lz4, so a run's codec
-// costs what it costs there: written inline, as New's sorters do, and pipelined, with one sort
-// (a core to spare) and two (none).
+// costs what it costs there, with one sort (a core to spare) and two (none).
 func BenchmarkSortOrderByText(b *testing.B) {
 	const records = 1 << 20
 	batches := benchBatches(records, orderByTextRecords(42))
-	var cases []benchCase
-	for _, pipelined := range []bool{false, true} {
-		suffix := map[bool]string{false: "/inline", true: "/pipelined"}[pipelined]
-		cases = append(cases,
-			benchCase{name: "spill/budget=80MiB/lz4" + suffix, budget: 80 << 20, lz4: true, pipelined: pipelined},
-			benchCase{name: "spill/budget=80MiB/tasks=2/lz4" + suffix, budget: 80 << 20, tasks: 2, lz4: true, pipelined: pipelined})
-	}
-	benchSorts(b, records, batches, cases)
+	benchSorts(b, records, batches, []benchCase{{name: "spill/budget=80MiB/lz4/inline", budget: 80 << 20, lz4: true},
+		{name: "spill/budget=80MiB/tasks=2/lz4/inline", budget: 80 << 20, tasks: 2, lz4: true}})
 }
 
 // BenchmarkSortNarrow sorts 2M records shaped like Spark SQL's narrow sort, Q18's
@@ -417,7 +409,7 @@ func sortOnce(roots *spill.Roots, shared *spill.Shared, bc benchCase, batches []
 		return Stats{}, err
 	}
 	defer m.Close()
-	s, err := NewWith(m, bc.budget, Options{PipelinedRuns: bc.pipelined})
+	s, err := New(m, bc.budget)
 	if err != nil {
 		return Stats{}, err
 	}

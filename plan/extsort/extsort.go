@@ -44,16 +44,6 @@
 // of a chunk too. Stats.SpilledBytes is what the runs take on disk; Stats.SpilledLogicalBytes the
 // records' bytes written to them.
 //
-// A run may be written pipelined (spill.FramedOptions.Pipelined): while the sort gathers the
-// next chunk's records in key order, the two chunks before it are shuffled, compressed and sealed
-// on goroutines of their own, and the sort appends them in order; the process bounds those
-// goroutines by GOMAXPROCS. With a core to spare that takes the codec off the sort's path (a
-// quarter of a spilling sort's wall time in BenchmarkSortOrderByText); on an executor whose cores
-// all run tasks it was measured slower than writing inline (the SQL bench, local[2] on two
-// cores), and no faster with two cores a task, where it took more CPU; so New's sorters write
-// inline, and a caller asks for pipelined runs with NewWith (Options.PipelinedRuns: the SQL sort
-// does when spark.spillway.sort.pipelinedRuns is true).
-//
 // When a disk fills up under a run being written (spill.RootFull: that disk has then left the
 // manager's rotation), the run is written again from the start in a new file on another disk:
 // from memory for a spill, from its inputs — kept until the new run is whole — for an
@@ -97,7 +87,7 @@
 // buffer of 64 KiB or more rounded up to a page as offheap maps it (offheap.Size: so with 64 KiB
 // chunks a reader's cost is 132 KiB, not 128 KiB + 25 bytes). A
 // writer's cost, WriterMemory, is one chunk and its framing, two when the file is compressed
-// (chunkfile.WriterMemory), three times that when runs are written pipelined.
+// (chunkfile.WriterMemory).
 //
 // While records are added, Add spills before a record would take MemoryUsed over the budget
 // less a reserve for the final merge's readers (the runs' costs, up to 1/64 of the budget), so
@@ -223,7 +213,6 @@ type Sorter struct {
 	halves    int      // runs written of the older half of the records (spill)
 	runsCost  int64    // the sum of the runs' costs: the memory a merge of them all plans for
 	chunk     int      // the chunk size of the run files
-	pipelined bool     // runs are written pipelined (spill.FramedOptions.Pipelined)
 	readCost  int64    // what a run's chunk reader holds at most (chunkfile.ReaderMemory)
 	writeCost int64    // what a run's writer holds at most (chunkfile.WriterMemory)
 	stats     Stats
@@ -243,24 +232,9 @@ type Sorter struct {
 	closed bool
 }
 
-// Options tune a Sorter. The zero value is New's.
-type Options struct {
-	// PipelinedRuns writes runs and intermediate passes with the pipelined writer (see "Run
-	// files"): faster where the process has a core to spare for the codec, slower where every
-	// core runs a sort. Its writer's memory, three times an inline one's, is counted as ever.
-	PipelinedRuns bool
-}
-
 // New returns a sorter that spills through m and holds at most about memoryBudget bytes of
-// records in memory. It touches no filesystem; the first spill creates the plan's dir. Its runs
-// are written inline.
+// records in memory. It touches no filesystem; the first spill creates the plan's dir.
 func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
-	return NewWith(m, memoryBudget, Options{})
-}
-
-// NewWith is New with opts.
-func NewWith(m *spill.Manager, memoryBudget int64, opts Options) (*Sorter, error) {
-	pipelined := opts.PipelinedRuns
 	if m == nil {
 		return nil, &ConfigError{Reason: "no spill manager given"}
 	}
@@ -269,13 +243,12 @@ func NewWith(m *spill.Manager, memoryBudget int64, opts Options) (*Sorter, error
 	}
 	chunk := runChunkSize(memoryBudget)
 	// A run spilled from memory may be shuffled: its writer holds a chunk more a frame.
-	spillCost := int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, minShuffleRecord, pipelined))))
+	spillCost := int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, minShuffleRecord))))
 	return &Sorter{
 		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget), spillCost: spillCost},
 		chunk:     chunk,
-		pipelined: pipelined,
 		readCost:  readerMemory(chunk),
-		writeCost: int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, 0, pipelined)))),
+		writeCost: int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, 0)))),
 	}, nil
 }
 
@@ -335,8 +308,7 @@ func (s *Sorter) Add(batch []byte) error {
 
 // addLimit is the MemoryUsed that Add spills before passing: the budget less the merge reserve.
 // The spill writer's reservation (memTable.spillCost) comes out of it, except in a budget under
-// 8 times the reservation (under ~27 KiB with runs written inline, ~81 KiB pipelined), where it
-// comes on top: taken from so little, it would
+// 8 times the reservation (under ~27 KiB), where it comes on top: taken from so little, it would
 // leave room for a record or two a run.
 func (s *Sorter) addLimit() int64 {
 	limit := s.budget - s.mergeReserve()

@@ -65,19 +65,10 @@ func newManager(t testing.TB, limit int64, fsys spill.FS) (*spill.Manager, strin
 	return m, root
 }
 
-// testPipelined has newSorter make sorters that write their runs pipelined (Options.PipelinedRuns).
-var testPipelined bool
-
 func newSorter(t testing.TB, m *spill.Manager, budget int64) *Sorter {
 	t.Helper()
-	return newSorterWith(t, m, budget, Options{PipelinedRuns: testPipelined})
-}
-
-// newSorterWith is newSorter with opts.
-func newSorterWith(t testing.TB, m *spill.Manager, budget int64, opts Options) *Sorter {
-	t.Helper()
 	mapped := offheap.Mapped()
-	s, err := NewWith(m, budget, opts)
+	s, err := New(m, budget)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = s.Close()
@@ -570,7 +561,7 @@ func TestFirstSpillThatFailsKeepsTheRecordsInOrder(t *testing.T) {
 func TestWriteErrorDuringSpillLeaksNothing(t *testing.T) {
 	fsys := errorfs.Wrap(spill.OSFS{}, errorfs.Errno(syscall.EIO, errorfs.OnOp(errorfs.OpWrite)))
 	m, root := newManager(t, 1<<30, fsys)
-	s, err := NewWith(m, 8<<10, Options{PipelinedRuns: testPipelined})
+	s, err := New(m, 8<<10)
 	require.NoError(t, err)
 	recs := randomRecords(9, 2000, 16, 16)
 	var addErr error

@@ -351,25 +351,3 @@ func TestRealDiskThatFillsAndFreesDuringTheMergeTakesRunsAgain(t *testing.T) {
 	assert.Empty(t, runFiles(t, small))
 	assert.Empty(t, runFiles(t, good))
 }
-
-// Runs written pipelined (Options.PipelinedRuns) pass the tests of every path that writes a run: spills at
-// the budget, from Spark, during Next, intermediate passes, a run written again on another disk
-// after a real ENOSPC, and runs given up under the limit or a full disk, leaving no file behind.
-func TestPipelinedRunsPassTheSpillTests(t *testing.T) {
-	testPipelined = true
-	defer func() { testPipelined = false }()
-	for name, test := range map[string]func(*testing.T){
-		"twenty times the budget":          TestTwentyTimesTheBudgetSpillsRunsAndLeavesNothing,
-		"spill mid input":                  TestExplicitSpillMidInput,
-		"spill during Next":                TestSpillDuringNext,
-		"write error during spill":         TestWriteErrorDuringSpillLeaksNothing,
-		"few runs":                         TestFewRunsMergeInOnePass,
-		"records in memory stay":           TestRecordsInMemoryStayForTheFinalMerge,
-		"intermediate pass over the limit": TestIntermediatePassOverTheLimitFailsCleanly,
-		"real ENOSPC in a pass":            TestRealENOSPCDuringAnIntermediatePass,
-		"real ENOSPC, another root":        TestRealENOSPCRunIsWrittenAgainOnAnotherRoot,
-		"real ENOSPC, the only root":       TestRealENOSPCOnTheOnlyRootFailsTheSpill,
-	} {
-		t.Run(name, test)
-	}
-}

@@ -195,7 +195,7 @@ type runWriter struct {
 // newRunWriter starts a run file; with shuffle (a record size, see shuffleSize) it is shuffled,
 // and its reader holds a chunk more. A run that fails must be abandoned (abandonRun).
 func (s *Sorter) newRunWriter(shuffle int) (*runWriter, error) {
-	w, err := s.m.CreateFramedFileWith(runOptions(s.chunk, shuffle, s.pipelined))
+	w, err := s.m.CreateFramedFileWith(runOptions(s.chunk, shuffle))
 	if err != nil {
 		return nil, fmt.Errorf("extsort: creating a run file: %w", err)
 	}
@@ -234,9 +234,9 @@ func (w *runWriter) write(rec []byte) error {
 	return err
 }
 
-// runOptions frame a run of chunk-sized chunks, shuffled by shuffle (0: not), pipelined or not.
-func runOptions(chunk, shuffle int, pipelined bool) spill.FramedOptions {
-	return spill.FramedOptions{ChunkSize: chunk, RecordSize: shuffle, Pipelined: pipelined}
+// runOptions frame a run of chunk-sized chunks, shuffled by shuffle (0: not).
+func runOptions(chunk, shuffle int) spill.FramedOptions {
+	return spill.FramedOptions{ChunkSize: chunk, RecordSize: shuffle}
 }
 
 // abandonRun gives up on w's run: once its chunks in flight are encoded (and dropped), its file

@@ -53,10 +53,6 @@ func benchFormats(b *testing.B) []benchFormat {
 	}
 	// Shuffled by the records41 data's record size (on other data it shows the shuffle's cost).
 	out = append(out, benchFormat{name: "lz4-shuffle41-plain", opts: chunkfile.Options{Codec: chunkfile.LZ4, Shuffle: 41}})
-	// Pipelined: the wall time falls when a core is free, the CPU per byte is the cost.
-	out = append(out,
-		benchFormat{name: "lz4-plain-pipelined", opts: chunkfile.Options{Codec: chunkfile.LZ4, Pipeline: true}},
-		benchFormat{name: "lz4-aes256-pipelined", opts: chunkfile.Options{Codec: chunkfile.LZ4, Key: key, Pipeline: true}})
 	return out
 }
 

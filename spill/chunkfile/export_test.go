@@ -9,17 +9,3 @@ func KeyForTesting(secret []byte) (*Key, error) {
 	}
 	return &Key{secret: append([]byte(nil), secret...)}, nil
 }
-
-// TakeEncoderSlots takes every slot of the pipelined Writers' encoders, as a process whose cores
-// all spill at once would, until release is called.
-func TakeEncoderSlots() (release func()) {
-	n := cap(encoders)
-	for range n {
-		encoders <- struct{}{}
-	}
-	return func() {
-		for range n {
-			<-encoders
-		}
-	}
-}

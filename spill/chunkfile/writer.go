@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
-	"runtime"
 )
 
 // Appender is where a Writer puts a file: each Write appends p whole or not at all (spill.File
@@ -32,21 +31,7 @@ type Options struct {
 	// compresses like values side by side. 0 stores the bytes in their order. A Reader needs no
 	// option: the file's header says it.
 	Shuffle int
-	// Pipeline encodes each full chunk (shuffle, compress, seal) on a goroutine of its own while
-	// the caller fills the next one, up to pipelineFrames-1 chunks at once, and appends them in
-	// order: a caller that gathers its bytes from memory (a sort writing a run) does so beside
-	// the codec, and the codec runs on as many cores as are free. The Writer holds
-	// pipelineFrames chunks' buffers. The goroutines of all Writers are bounded by GOMAXPROCS:
-	// past that a full chunk is encoded on the caller's goroutine, as without Pipeline. A failed
-	// append is returned by a later Write or by Close. The file written is the same byte for byte
-	// but for its id.
-	Pipeline bool
 }
-
-// encoders bounds the goroutines that encode chunks for pipelined Writers: one slot each. An
-// executor's cores already run tasks, so a spilling task gets another core's help only while
-// there is one to spare in the process; past GOMAXPROCS chunks are encoded inline.
-var encoders = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // ErrClosed is returned by a Writer's Write after Close or Discard, and by Close after Discard.
 var ErrClosed = errors.New("spill chunk file: writer closed or discarded")
@@ -66,14 +51,9 @@ type Writer struct {
 	hdrRaw [headerSize]byte
 	check  int
 
-	// The encoders, one for each chunk buffered or in flight: one, or pipelineFrames when
-	// pipelined, used in turn (chunk i by encoders[i % len]). The caller fills encoders[fill];
-	// the chunks in flight are the busy ones before it, the oldest at encoders[oldest].
-	encoders     []*encoder
-	fill, oldest int
-	busy         int
-	buf          []byte // plaintext not yet framed, at most one chunk: encoders[fill]'s raw body
-	chunks       uint64 // chunks appended: the index of the next chunk to append
+	enc    *encoder
+	buf    []byte // plaintext not yet framed, at most one chunk: enc's raw body
+	chunks uint64 // chunks appended: the index of the next chunk to append
 
 	logical, stored int64
 	err             error
@@ -83,8 +63,7 @@ type Writer struct {
 // encoder frames one chunk at a time. A frame is one append: room for the file header (sent with
 // the first chunk only), the chunk header, then the stored bytes. Bytes are buffered in place in
 // raw, and compressed straight into comp, so a chunk is copied once on its way to the file, or
-// not at all. In flight, a chunk's encoder and its buffers belong to the goroutine encoding it,
-// which sends the frame to append on done.
+// not at all.
 type encoder struct {
 	raw      []byte
 	comp     []byte
@@ -93,12 +72,7 @@ type encoder struct {
 	aead     cipher.AEAD
 	aad      []byte
 	nonce    [12]byte
-	done     chan []byte
 }
-
-// pipelineFrames is how many chunks a pipelined Writer holds: one the caller fills, the others
-// encoded at once on goroutines of their own.
-const pipelineFrames = 3
 
 // bodyStart is where a chunk's stored bytes start in a frame.
 const bodyStart = headerSize + chunkHeaderSize
@@ -129,35 +103,28 @@ func NewWriter(dst Appender, opts Options) (*Writer, error) {
 	}
 	w.hdr.marshal(w.hdrRaw[:])
 	w.check = w.hdr.checkSize()
-	frames := 1
-	if opts.Pipeline {
-		frames = pipelineFrames
+	e := &encoder{raw: make([]byte, bodyStart+size+w.check), codec: opts.Codec.newCompressor()}
+	if e.codec != nil {
+		// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
+		e.comp = make([]byte, bodyStart+size+w.check+zstdSlack)
 	}
-	for range frames {
-		e := &encoder{raw: make([]byte, bodyStart+size+w.check), codec: opts.Codec.newCompressor(), done: make(chan []byte, 1)}
-		if e.codec != nil {
-			// The slack lets zstd's output for bytes it cannot shrink land in place before it is dropped.
-			e.comp = make([]byte, bodyStart+size+w.check+zstdSlack)
-		}
-		if opts.Shuffle != 0 {
-			e.shuffled = make([]byte, size)
-		}
-		if opts.Key != nil {
-			aead, err := opts.Key.fileAEAD(w.hdr.fileID[:])
-			if err != nil {
-				return nil, err
-			}
-			e.aead = aead
-		}
-		w.encoders = append(w.encoders, e)
+	if opts.Shuffle != 0 {
+		e.shuffled = make([]byte, size)
 	}
-	w.buf = w.encoders[0].raw[bodyStart : bodyStart : bodyStart+size]
+	if opts.Key != nil {
+		aead, err := opts.Key.fileAEAD(w.hdr.fileID[:])
+		if err != nil {
+			return nil, err
+		}
+		e.aead = aead
+	}
+	w.enc = e
+	w.buf = e.raw[bodyStart : bodyStart : bodyStart+size]
 	return w, nil
 }
 
 // Write buffers p and appends every chunk it completes; it returns len(p) unless an append failed.
-// A chunk is encoded straight from p when it can be, without a copy (never when pipelined: p is
-// the caller's again once Write returns).
+// A chunk is encoded straight from p when it can be, without a copy.
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
@@ -169,11 +136,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		if len(w.buf) == size { // full, and more is coming: it is not the last chunk
-			if err := w.flush(); err != nil {
+			if err := w.writeChunkEmptying(); err != nil {
 				return n - len(p), err
 			}
 		}
-		if len(w.encoders) == 1 && len(w.buf) == 0 && len(p) > size {
+		if len(w.buf) == 0 && len(p) > size {
 			if err := w.writeChunk(p[:size], false); err != nil {
 				return n - len(p), err
 			}
@@ -194,9 +161,6 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.closed = true
-	if err := w.collectAll(); err != nil {
-		return err
-	}
 	if err := w.writeChunk(w.buf, true); err != nil {
 		return err
 	}
@@ -204,15 +168,10 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// Discard is for a caller that gives up on the file without Close (to release it): it waits for
-// the chunks in flight of a pipelined Writer, appends none of them, drops the bytes buffered and
-// closes the Writer, whose later calls (Close included: the file is not finished) return
-// ErrClosed, or the error of a failed append.
+// Discard is for a caller that gives up on the file without Close (to release it): it drops the
+// bytes buffered and closes the Writer, whose later calls (Close included: the file is not
+// finished) return ErrClosed, or the error of a failed append.
 func (w *Writer) Discard() {
-	for ; w.busy > 0; w.busy-- {
-		<-w.encoders[w.oldest].done
-		w.oldest = (w.oldest + 1) % len(w.encoders)
-	}
 	w.closed = true
 	w.buf = nil
 	if w.err == nil {
@@ -227,16 +186,14 @@ func (w *Writer) LogicalSize() int64 { return w.logical }
 // chunks — what the file takes on disk.
 func (w *Writer) StoredSize() int64 { return w.stored }
 
-// Memory is the bytes of buffers the Writer holds: per chunk it holds (one, or pipelineFrames when
-// pipelined) a frame of about a chunk, one more when the file is compressed, and a chunk more when
-// it is shuffled. The zstd encoder's state is shared by all Writers and not counted, nor is lz4's
+// Memory is the bytes of buffers the Writer holds: a frame of about a chunk, one more when the
+// file is compressed, and a chunk more when it is shuffled. The zstd encoder's state is shared by all Writers and not counted, nor is lz4's
 // (16 KiB an encoder).
 func (w *Writer) Memory() int {
-	n := 0
-	for _, e := range w.encoders {
-		n += cap(e.raw) + cap(e.comp) + cap(e.shuffled)
+	if w.enc == nil {
+		return 0
 	}
-	return n
+	return cap(w.enc.raw) + cap(w.enc.comp) + cap(w.enc.shuffled)
 }
 
 // WriterMemory bounds what Memory returns for any Writer made with opts (whose key, if any, is not
@@ -254,59 +211,13 @@ func WriterMemory(opts Options) int {
 	if opts.Shuffle != 0 {
 		n += chunkSize
 	}
-	if opts.Pipeline {
-		n *= pipelineFrames
-	}
 	return n
 }
 
 // Buffered is the number of bytes written to the Writer and not yet appended.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
-// flush appends the full chunk in w.buf, which is not the last, and empties w.buf. A pipelined
-// Writer hands the chunk to a goroutine that encodes it, and fills the next encoder's frame
-// meanwhile; once every frame is taken it appends the oldest chunk in flight first (appends go in
-// chunk order, on the caller's goroutine). With every encoder slot of the process taken, it
-// appends its chunks in flight, oldest first, until a slot is free; with none in flight, it
-// encodes the chunk itself.
-func (w *Writer) flush() error {
-	if len(w.encoders) == 1 {
-		return w.writeChunkEmptying()
-	}
-	for taken := false; !taken; {
-		select {
-		case encoders <- struct{}{}:
-			taken = true
-		default:
-			if w.busy == 0 {
-				return w.writeChunkEmptying()
-			}
-			// The oldest chunk's goroutine gives its slot back before its frame is collected.
-			if err := w.collect(); err != nil {
-				return err
-			}
-		}
-	}
-	e, raw, index := w.encoders[w.fill], w.buf, w.chunks+uint64(w.busy)
-	if w.busy == 0 {
-		w.oldest = w.fill
-	}
-	w.busy++
-	go func() {
-		frame := w.encode(e, raw, false, index)
-		<-encoders
-		e.done <- frame
-	}()
-	w.fill = (w.fill + 1) % len(w.encoders)
-	if w.busy == len(w.encoders) {
-		if err := w.collect(); err != nil {
-			return err
-		}
-	}
-	w.buf = w.encoders[w.fill].raw[bodyStart : bodyStart : bodyStart+cap(raw)]
-	return nil
-}
-
+// writeChunkEmptying appends the full chunk in w.buf, which is not the last, and empties w.buf.
 func (w *Writer) writeChunkEmptying() error {
 	if err := w.writeChunk(w.buf, false); err != nil {
 		return err
@@ -315,33 +226,9 @@ func (w *Writer) writeChunkEmptying() error {
 	return nil
 }
 
-// collect appends the oldest chunk in flight once it is encoded. After a failed append the
-// chunks after it are waited for and dropped.
-func (w *Writer) collect() error {
-	e := w.encoders[w.oldest]
-	frame := <-e.done
-	w.oldest = (w.oldest + 1) % len(w.encoders)
-	w.busy--
-	if err := w.appendChunk(frame, w.chunkSize()); err != nil { // only full chunks are in flight
-		w.Discard()
-		return err
-	}
-	return nil
-}
-
-// collectAll appends every chunk in flight, in order.
-func (w *Writer) collectAll() error {
-	for w.busy > 0 {
-		if err := w.collect(); err != nil {
-			return err
-		}
-	}
-	return w.err
-}
-
-// writeChunk appends raw, which is in encoders[fill]'s raw body or elsewhere, as the next chunk.
+// writeChunk appends raw, which is in enc's raw body or elsewhere, as the next chunk.
 func (w *Writer) writeChunk(raw []byte, last bool) error {
-	return w.appendChunk(w.encode(w.encoders[w.fill], raw, last, w.chunks), len(raw))
+	return w.appendChunk(w.encode(w.enc, raw, last, w.chunks), len(raw))
 }
 
 // appendChunk appends frame, the next chunk, of raw plaintext bytes, and counts it.
@@ -357,8 +244,7 @@ func (w *Writer) appendChunk(frame []byte, raw int) error {
 }
 
 // encode frames raw — in e's raw body, or elsewhere — as chunk index with e's buffers, and returns
-// the frame to append. It touches nothing of the Writer's but its constant header: a pipelined
-// Writer runs it on another goroutine.
+// the frame to append.
 func (w *Writer) encode(e *encoder, raw []byte, last bool, index uint64) []byte {
 	inPlace := len(raw) > 0 && &raw[0] == &e.raw[bodyStart]
 	ch := chunkHeader{rawLen: uint32(len(raw))}
