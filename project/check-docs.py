@@ -5,8 +5,9 @@ For every Markdown file git tracks, it fails (file:line: what is wrong) when:
   - a relative link does not resolve: the file or directory, and the #anchor of a heading in a .md file;
   - a `make <target>` in code names no target of the Makefile;
   - a spark.spillway.* key is not declared in scala-shim/src/main/scala/spillway/SpillwayConf.scala;
-and when a figure in README.md (a ratio such as 2.09x, or a duration such as 0.40 s) appears on
-no page of docs/benchmarks/. Python 3 standard library only.
+when a figure in README.md (a ratio such as 2.09x, or a duration such as 0.40 s) appears on
+no page of docs/benchmarks/; and when a source file (Go, Scala, Java, Rust, C, scripts, the
+Makefile) names a page under docs/ or a top-level page that does not exist. Python 3 standard library only.
 """
 import os
 import re
@@ -21,6 +22,9 @@ CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 MAKE = re.compile(r"(?:^|[\s;(&|])make\s+([^#;&|)`]*)")
 TARGET_WORD = re.compile(r"^[A-Za-z][\w.-]*$")
+# The project's pages as code names them: under docs/, or a top-level page (README.md, CHANGELOG.md).
+MD_PATH = re.compile(r"(?<![\w/.-])(docs/(?:[\w.-]+/)*[\w-]+\.md|[A-Z][A-Z_-]*\.md)(?![\w/])")
+SOURCES = ["*.go", "*.scala", "*.java", "*.rs", "*.c", "*.h", "*.sh", "*.py", "*.sbt", "*.toml", "Makefile"]
 KEY = re.compile(r"(?<![\w.])spark\.spillway\.[A-Za-z0-9_.]*[A-Za-z0-9_]")
 FIGURE = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)?)\s?(×|x(?![\w])|ns\b|µs\b|us\b|ms\b|s\b|min\b|minutes?\b|seconds?\b|h\b|hours?\b)")
 UNITS = {"×": "x", "x": "x", "us": "µs", "second": "s", "seconds": "s", "minute": "min", "minutes": "min",
@@ -121,9 +125,18 @@ def main():
                     if (number, unit) not in bench:
                         errors.append("%s: figure %s%s appears on no page of docs/benchmarks/"
                                       % (where, number, "×" if unit == "x" else " " + unit))
+    sources = subprocess.run(["git", "ls-files", "--"] + SOURCES, capture_output=True, text=True,
+                             check=True).stdout.split()
+    for src in sources:
+        if not os.path.isfile(src):
+            continue
+        for n, line in enumerate(read(src), 1):
+            for path in MD_PATH.findall(line):
+                if not os.path.exists(path):
+                    errors.append("%s:%d: names %s, which does not exist" % (src, n, path))
     for e in errors:
         print(e)
-    print("check-docs: %d Markdown files, %d problem(s)" % (len(docs), len(errors)))
+    print("check-docs: %d Markdown files, %d source files, %d problem(s)" % (len(docs), len(sources), len(errors)))
     return 1 if errors else 0
 
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Format is how a manager frames its files (see package chunkfile and
-// docs/spill-file-format.md). It is fixed when the manager is made. The zero Format frames
+// docs/design/spill-file-format.md). It is fixed when the manager is made. The zero Format frames
 // with no compression and no encryption, each chunk checked by CRC-32C.
 type Format struct {
 	Codec chunkfile.Codec

@@ -3,7 +3,7 @@
 // memory, or checked by CRC-32C when not sealed. A Writer frames bytes onto any append target (a
 // spill.File); a Reader decodes them back from any io.ReaderAt, and fails with an error naming the
 // chunk — never with wrong bytes — when a file was changed, cut, reordered, spliced or sealed
-// under another key. docs/spill-file-format.md is the format's specification.
+// under another key. docs/design/spill-file-format.md is the format's specification.
 package chunkfile
 
 import (
