@@ -251,7 +251,7 @@ func (c *cursor) refill() bool {
 		n, after = top.holes[0].i-top.at, top.holes[0].pos
 	default:
 		next := h[1]
-		if len(h) > 2 && h[2].less(next) {
+		if len(h) > 2 && stretchLess(h[2], next) {
 			next = h[2]
 		}
 		n, after = top.block(next, c.size)
@@ -262,7 +262,7 @@ func (c *cursor) refill() bool {
 		h[0] = h[len(h)-1]
 		c.heap = h[:len(h)-1]
 	}
-	siftStretch(c.heap, 0)
+	siftDown(c.heap, 0, stretchLess)
 	return true
 }
 

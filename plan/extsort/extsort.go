@@ -315,7 +315,7 @@ func (s *Sorter) Next(dst []byte) (int, error) {
 		if top.rec == nil {
 			s.heap = pop(s.heap)
 		}
-		siftDown(s.heap, 0)
+		siftDown(s.heap, 0, sourceLess)
 	}
 	return n, nil
 }

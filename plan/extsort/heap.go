@@ -1,31 +1,26 @@
 package extsort
 
-import "bytes"
+// A binary min-heap over a slice, ordered by less: the merge's sources (sourceLess) and the
+// stretches of a merge of stretches (stretchLess). Ties must be broken by age in less, so that
+// equal keys come out in the order they were added.
 
-// The merge heap: a binary min-heap of sources by their current key, ties broken by the sources'
-// age (ord), so that equal keys come out in the order they were added.
-
-func less(a, b *source) bool {
-	if c := bytes.Compare(a.key, b.key); c != 0 {
-		return c < 0
-	}
-	return a.ord < b.ord
-}
-
-func heapify(h []*source) {
+// heapify makes h a heap.
+func heapify[T any](h []T, less func(a, b T) bool) {
 	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
+		siftDown(h, i, less)
 	}
 }
 
 // pop removes the heap's root, moving the last element there; the caller sifts it down.
-func pop(h []*source) []*source {
+func pop[T any](h []T) []T {
+	var zero T
 	last := len(h) - 1
-	h[0], h[last] = h[last], nil
+	h[0], h[last] = h[last], zero
 	return h[:last]
 }
 
-func siftDown(h []*source, i int) {
+// siftDown moves h[i] down to its place, the rest of h being a heap.
+func siftDown[T any](h []T, i int, less func(a, b T) bool) {
 	for {
 		least := i
 		if l := 2*i + 1; l < len(h) && less(h[l], h[least]) {

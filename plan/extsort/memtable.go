@@ -825,9 +825,7 @@ func (t *memTable) stretches() []*stretch {
 			heap = append(heap, &all[i])
 		}
 	}
-	for i := len(heap)/2 - 1; i >= 0; i-- {
-		siftStretch(heap, i)
-	}
+	heapify(heap, stretchLess)
 	return heap
 }
 
@@ -867,8 +865,8 @@ func (s *stretch) left() int { return s.end - s.at - len(s.holes) }
 
 func (s *stretch) key() []byte { return keyOf(s.t.record(entry{pos: s.pos})) }
 
-// less orders stretches by their next keys, then by age.
-func (s *stretch) less(o *stretch) bool {
+// stretchLess orders stretches by their next keys, then by age.
+func stretchLess(s, o *stretch) bool {
 	if c := bytes.Compare(s.key(), o.key()); c != 0 {
 		return c < 0
 	}
@@ -921,23 +919,6 @@ func (s *stretch) block(next *stretch, size int) (int, uint64) {
 		return lo, 0
 	}
 	return lo, s.t.positionOf(s.at+lo, size)
-}
-
-func siftStretch(h []*stretch, i int) {
-	for {
-		least := i
-		if l := 2*i + 1; l < len(h) && h[l].less(h[least]) {
-			least = l
-		}
-		if r := 2*i + 2; r < len(h) && h[r].less(h[least]) {
-			least = r
-		}
-		if least == i {
-			return
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
 }
 
 // skip is the position of the record l bytes past the one at pos: in the next chunk when the

@@ -1,6 +1,7 @@
 package extsort
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -71,6 +72,15 @@ type source struct {
 	cur *cursor    // the tail's records after its current one
 }
 
+// sourceLess orders the merge heap's sources by their current keys, then by age (ord), so that
+// equal keys come out in the order they were added.
+func sourceLess(a, b *source) bool {
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.ord < b.ord
+}
+
 // mergeReserve is the memory Add keeps free for the final merge's read buffers, so that the
 // records still in memory at the end can stay there for it: the cost of every run, up to
 // 1/reserveShare of the budget. Past that the final merge may have to spill them first.
@@ -122,7 +132,7 @@ func (s *Sorter) startMerge() error {
 		s.heap = append(s.heap, s.tail)
 		_ = s.advance(s.tail) // the in-memory tail cannot fail
 	}
-	heapify(s.heap)
+	heapify(s.heap, sourceLess)
 	return nil
 }
 
@@ -225,7 +235,7 @@ func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
 		}
 	}
 	if err == nil {
-		heapify(p.heap)
+		heapify(p.heap, sourceLess)
 		err = s.mergeInto(p)
 	}
 	if err != nil {
@@ -247,7 +257,7 @@ func (s *Sorter) mergeInto(p *pass) error {
 		if top.rec == nil {
 			p.heap = pop(p.heap)
 		}
-		siftDown(p.heap, 0)
+		siftDown(p.heap, 0, sourceLess)
 		if s.onMergeStep != nil {
 			s.onMergeStep()
 		}
