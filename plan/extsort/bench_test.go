@@ -240,7 +240,7 @@ func BenchmarkSortedIndex(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			t := memTable{chunkSize: maxChunk}
+			t := memTable{arena: arena{chunkSize: maxChunk}}
 			defer t.reset()
 			for _, batch := range benchBatches(records, bc.record) {
 				for off := 0; off < len(batch); off += recordSize(batch[off:]) {

@@ -2,7 +2,6 @@ package extsort
 
 import (
 	"bytes"
-	"math"
 	"sort"
 )
 
@@ -15,14 +14,11 @@ import (
 // is left: rest's a record at a time, the stretches' with the records of their block that go
 // before rest's next (following).
 type cursor struct {
-	t    *memTable
-	idx  []entry // the sorted index; nil when merging stretches
-	i    int     // idx[i] is the next record
-	size int     // every record's size, or 0 when they differ
+	t   *memTable
+	idx []entry // the sorted index; nil when merging stretches
+	i   int     // idx[i] is the next record
 
-	heap []*stretch // the stretches with records left past the current block, least first
-	pos  uint64     // the position of the current block's next record
-	left int        // the records left in the current block
+	stretchMerge // when merging stretches
 
 	rest       *cursor // the holes and the records from frozen on, by their index: merged with the stretches
 	a, b       []byte  // the next record of the stretches and of rest, once looked at (nil: none left)
@@ -33,17 +29,17 @@ type cursor struct {
 // cursor returns a cursor at t's first record in key order. It fails only when the OS refuses
 // the index's memory.
 func (t *memTable) cursor() (*cursor, error) {
-	t.settle()
+	t.startPendingStretches(&t.arena)
 	lazy := t.frozen > 0 || !t.outOfOrder && t.n > indexedFirst // the stretches are merged as read
 	if lazy && t.frozen == 0 && len(t.holes) == 0 {
-		return &cursor{t: t, size: t.recordSize(), heap: t.stretches()}, nil
+		return &cursor{t: t, stretchMerge: newStretchMerge(&t.arena, &t.orderTracker)}, nil
 	}
-	idx, err := t.sortedIndex(lazy)
+	idx, err := t.indexer().sortedIndex(lazy)
 	if err != nil {
 		return nil, err
 	}
 	if lazy {
-		return &cursor{t: t, size: t.recordSize(), heap: t.stretches(), rest: &cursor{t: t, idx: idx}}, nil
+		return &cursor{t: t, stretchMerge: newStretchMerge(&t.arena, &t.orderTracker), rest: &cursor{t: t, idx: idx}}, nil
 	}
 	return &cursor{t: t, idx: idx}, nil
 }
@@ -230,62 +226,4 @@ func (c *cursor) clone() *cursor {
 		d.rest = c.rest.clone()
 	}
 	return &d
-}
-
-// refill takes the next block of the merge: the records of the least stretch that go before the
-// next stretch's next record, or every record left of the last stretch. It reports false when
-// none is left.
-func (c *cursor) refill() bool {
-	h := c.heap
-	if len(h) == 0 {
-		return false
-	}
-	top := h[0]
-	var n int
-	var after uint64
-	switch {
-	case len(h) == 1 && len(top.holes) == 0:
-		c.pos, c.left, c.heap = top.pos, top.end-top.at, h[:0]
-		return true
-	case len(h) == 1:
-		n, after = top.holes[0].i-top.at, top.holes[0].pos
-	default:
-		next := h[1]
-		if len(h) > 2 && stretchLess(h[2], next) {
-			next = h[2]
-		}
-		n, after = top.block(next, c.size)
-	}
-	c.pos, c.left = top.pos, n
-	top.at, top.pos = top.at+n, after
-	if top.skipHoles(); top.at == top.end {
-		h[0] = h[len(h)-1]
-		c.heap = h[:len(h)-1]
-	}
-	siftDown(c.heap, 0, stretchLess)
-	return true
-}
-
-// writeFrom writes first, if not nil, then every record left of c, in order.
-func (w *runWriter) writeFrom(first []byte, c *cursor) error {
-	if first != nil {
-		if err := w.write(first); err != nil {
-			return err
-		}
-	}
-	if c.idx != nil {
-		for rec := c.next(); rec != nil; rec = c.next() {
-			if err := w.write(rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	w.run.maxRecord = max(w.run.maxRecord, int64(c.t.maxRec))
-	for sp := c.span(math.MaxInt); sp != nil; sp = c.span(math.MaxInt) {
-		if _, err := w.w.Write(sp); err != nil {
-			return err
-		}
-	}
-	return nil
 }

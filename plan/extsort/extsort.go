@@ -121,7 +121,7 @@ func New(m *spill.Manager, memoryBudget int64) (*Sorter, error) {
 	// A run spilled from memory may be shuffled: its writer holds a chunk more a frame.
 	spillCost := int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, minShuffleRecord))))
 	return &Sorter{
-		m: m, budget: memoryBudget, mem: memTable{chunkSize: chunkSizeFor(memoryBudget), spillCost: spillCost},
+		m: m, budget: memoryBudget, mem: memTable{arena: arena{chunkSize: chunkSizeFor(memoryBudget)}, spillCost: spillCost},
 		chunk:     chunk,
 		readCost:  readerMemory(chunk),
 		writeCost: int64(chunkfile.WriterMemory(m.WriterOptions(runOptions(chunk, 0)))),
@@ -236,7 +236,7 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 func (s *Sorter) AddGrowthBound(length, records int) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	entries := entrySize*int64(records+s.mem.spikeEntries()) + s.mem.spillCost - s.mem.spillReserve()
+	entries := entrySize*int64(records+s.mem.spikeEntries(s.mem.n)) + s.mem.spillCost - s.mem.spillReserve()
 	if s.mem.room() >= length || s.mem.spareFits(length) {
 		return entries
 	}

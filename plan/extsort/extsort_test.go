@@ -507,7 +507,7 @@ func TestFirstSpillWritesTheOlderHalf(t *testing.T) {
 // rejoin puts the table back as it was.
 func TestSplitOlderCountsRecordsAndRejoinRestores(t *testing.T) {
 	recs := randomRecords(23, 30_000, 9, 60)
-	mt := memTable{chunkSize: 64 << 10}
+	mt := memTable{arena: arena{chunkSize: 64 << 10}}
 	addBatch(t, &mt, encode(recs[:10_000]))
 	for _, r := range recs[10_000:] {
 		require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
@@ -521,19 +521,19 @@ func TestSplitOlderCountsRecordsAndRejoinRestores(t *testing.T) {
 		}
 		return n
 	}
-	chunks, n, arena := slices.Clone(mt.chunks), mt.n, mt.arena
+	chunks, n, arena := slices.Clone(mt.chunks), mt.n, mt.mapped
 	old, ok := mt.splitOlder()
 	require.True(t, ok)
 	assert.Equal(t, walk(old.chunks), old.n)
 	assert.Equal(t, walk(mt.chunks), mt.n)
 	assert.Equal(t, n, old.n+mt.n)
 	assert.InDelta(t, n/2, old.n, float64(n)/4, "about half the records")
-	assert.Equal(t, arena, old.arena+mt.arena)
+	assert.Equal(t, arena, old.mapped+mt.mapped)
 	assert.Zero(t, mt.starts[0])
 	mt.rejoin(&old)
 	assert.Equal(t, chunks, mt.chunks)
 	assert.Equal(t, n, mt.n)
-	assert.Equal(t, arena, mt.arena)
+	assert.Equal(t, arena, mt.mapped)
 	for i := range mt.chunks {
 		assert.Equal(t, walk(mt.chunks[:i]), mt.starts[i], "chunk %d", i)
 	}
@@ -896,14 +896,14 @@ func TestOrdinalFitsOnlyPastEveryKey(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mt := tableOf(t, tc.keys)
 			w := mt.window()
-			assert.Equal(t, tc.fits, mt.ordinalFits(&w))
+			assert.Equal(t, tc.fits, mt.indexer().ordinalFits(&w))
 		})
 	}
 }
 
 // tableOf is a memTable holding a record of each key and no value, reset when the test ends.
 func tableOf(t *testing.T, keys [][]byte) *memTable {
-	mt := &memTable{chunkSize: maxChunk}
+	mt := &memTable{arena: arena{chunkSize: maxChunk}}
 	t.Cleanup(mt.reset)
 	for _, k := range keys {
 		require.NoError(t, mt.add(AppendRecord(nil, k, nil)))
@@ -928,12 +928,12 @@ func TestOrdinalPathAtItsBound(t *testing.T) {
 	for i := range recs {
 		recs[i] = rec{key: [][]byte{b, a}[i%2], val: binary.BigEndian.AppendUint32(nil, uint32(i))}
 	}
-	mt := memTable{chunkSize: maxChunk}
+	mt := memTable{arena: arena{chunkSize: maxChunk}}
 	for _, r := range recs {
 		require.NoError(t, mt.add(AppendRecord(nil, r.key, r.val)))
 	}
 	w := mt.window()
-	require.True(t, mt.ordinalFits(&w), "the case must take the ordinal path")
+	require.True(t, mt.indexer().ordinalFits(&w), "the case must take the ordinal path")
 	mt.reset()
 
 	m, _ := newManager(t, 1<<30, nil)
@@ -1051,7 +1051,7 @@ func testAddRunStops(t *testing.T, keyLen int, uniform bool) {
 		{"no room for one", size - 1, 1000, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			one, each := memTable{chunkSize: size + tc.room}, memTable{chunkSize: size + tc.room}
+			one, each := memTable{arena: arena{chunkSize: size + tc.room}}, memTable{arena: arena{chunkSize: size + tc.room}}
 			defer one.reset()
 			defer each.reset()
 			require.NoError(t, one.add(batch[:size]))

@@ -73,11 +73,11 @@ func evenOdd(parity, n int) (k [][]byte) {
 
 // stretchIndexOf is mt's index by stretchIndex, and whether it took the stretches.
 func stretchIndexOf(t *testing.T, mt *memTable) ([]entry, bool) {
-	mt.settle()
+	mt.startPendingStretches(&mt.arena)
 	idx := make([]entry, mt.n)
 	require.False(t, mt.outOfOrder)
 	require.Empty(t, mt.holes)
-	return idx, mt.stretchIndex(idx)
+	return idx, mt.indexer().stretchIndex(idx)
 }
 
 // wantKeys is recs' keys sorted.
@@ -129,7 +129,7 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 					recs[i].val = append(make([]byte, i%3), recs[i].val...)
 				}
 			}
-			mt := &memTable{chunkSize: 64 << 10}
+			mt := &memTable{arena: arena{chunkSize: 64 << 10}}
 			t.Cleanup(mt.reset)
 			if tc.oneStore {
 				for _, r := range recs {
@@ -138,7 +138,7 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 			} else {
 				addBatch(t, mt, encode(recs))
 			}
-			mt.settle()
+			mt.startPendingStretches(&mt.arena)
 			assert.Len(t, mt.breaks, tc.breaks)
 			assert.Empty(t, mt.holes)
 			idx, ok := stretchIndexOf(t, mt)
@@ -165,7 +165,7 @@ func TestStretchesInKeyOrderNeedNoSort(t *testing.T) {
 
 // Keys in no order stop being compared past maxBreaks.
 func TestRandomKeysStopTheComparing(t *testing.T) {
-	mt := &memTable{chunkSize: 64 << 10}
+	mt := &memTable{arena: arena{chunkSize: 64 << 10}}
 	t.Cleanup(mt.reset)
 	addBatch(t, mt, encode(randomRecords(5, 10_000, 9, 16)))
 	assert.True(t, mt.outOfOrder)
@@ -177,7 +177,7 @@ func TestRandomKeysStopTheComparing(t *testing.T) {
 // The older half split off for a spill and the records left each keep their own stretches,
 // and the records left go on comparing with their own last key; rejoin puts the stretches back.
 func TestStretchesAcrossSplitOlder(t *testing.T) {
-	mt := &memTable{chunkSize: 64 << 10}
+	mt := &memTable{arena: arena{chunkSize: 64 << 10}}
 	t.Cleanup(mt.reset)
 	var batch []byte
 	add := func(from, to int) {
@@ -217,7 +217,7 @@ func TestStretchesAcrossSplitOlder(t *testing.T) {
 	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 10_000, false), make([]byte, 24)))
 	assert.Len(t, mt.breaks, breaks, "a key past the last one held")
 	addBatch(t, mt, AppendRecord(nil, sqlLongKey(nil, 9_000, false), make([]byte, 24)))
-	mt.settle()
+	mt.startPendingStretches(&mt.arena)
 	assert.Len(t, mt.breaks, breaks+1, "compared with the last record held")
 }
 
@@ -275,7 +275,7 @@ func TestManyRecordsInStretchesCountNoIndex(t *testing.T) {
 				addAll(t, s, recs, 1<<20)
 				require.Zero(t, s.Stats().Runs)
 				assert.Len(t, s.mem.breaks, k-1)
-				assert.Equal(t, s.mem.arena+indexedFirst*entrySize+s.mem.spillCost, s.MemoryUsed(),
+				assert.Equal(t, s.mem.mapped+indexedFirst*entrySize+s.mem.spillCost, s.MemoryUsed(),
 					"the first indexedFirst records count an entry, the others none")
 				c, err := s.mem.cursor()
 				require.NoError(t, err)
@@ -393,7 +393,7 @@ func TestOrderLostPastIndexedFirstFreezesTheStretches(t *testing.T) {
 			assert.Zero(t, s.Stats().Runs)
 			assert.Equal(t, inOrder, s.mem.frozen, "frozen where the order broke")
 			assert.Equal(t, maxBreaks, len(s.mem.breaks))
-			assert.Equal(t, s.mem.arena+int64(indexedFirst+len(recs)-inOrder)*entrySize+s.mem.spillCost, s.MemoryUsed(),
+			assert.Equal(t, s.mem.mapped+int64(indexedFirst+len(recs)-inOrder)*entrySize+s.mem.spillCost, s.MemoryUsed(),
 				"an entry for each record out of order, none more")
 			switch tc.spill {
 			case "refill":
@@ -551,11 +551,11 @@ func TestRowsOutOfLineAreHeldApart(t *testing.T) {
 			addAll(t, s, recs, 1<<20)
 			require.Zero(t, s.Stats().Runs)
 			require.False(t, s.mem.outOfOrder)
-			s.mem.settle()
+			s.mem.startPendingStretches(&s.mem.arena)
 			assert.Len(t, s.mem.breaks, tc.k-1+min(len(tail), 1))
 			assert.Len(t, s.mem.holes, out, "every row out of line held apart")
 			indexed := min(len(recs), indexedFirst+out)
-			assert.Equal(t, s.mem.arena+int64(indexed)*entrySize+s.mem.spillCost, s.MemoryUsed(),
+			assert.Equal(t, s.mem.mapped+int64(indexed)*entrySize+s.mem.spillCost, s.MemoryUsed(),
 				"an entry for each hole, and for the first indexedFirst rows in stretches")
 			got := drainEach(t, s, 1000, func() {
 				if s.mem.n > 0 {
@@ -635,13 +635,13 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 	} {
 		for _, byRuns := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/byRuns=%v", name, byRuns), func(t *testing.T) {
-				mt := &memTable{chunkSize: 1 << 20}
+				mt := &memTable{arena: arena{chunkSize: 1 << 20}}
 				t.Cleanup(mt.reset)
 				batch := encode(recs)
 				uniform, err := validate(batch)
 				require.NoError(t, err)
 				for off := 0; off < len(batch); {
-					before, spikes := mt.memory(), mt.spikeEntries()
+					before, spikes := mt.memory(), mt.spikeEntries(mt.n)
 					if byRuns {
 						if taken, records := mt.addRun(batch[off:], before+1000*entrySize, uniform); taken > 0 {
 							require.LessOrEqual(t, mt.memory()-before, int64(records+spikes)*entrySize, "a run of %d records at byte %d", records, off)

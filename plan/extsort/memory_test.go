@@ -153,7 +153,7 @@ func TestSpillToRefillKeepsTheArenaForTheNextRecords(t *testing.T) {
 		}
 	}
 	addMiB(16)
-	arena := s.mem.arena
+	arena := s.mem.mapped
 	mapped := offheap.Mapped() - mappedBefore
 	freed, err := s.SpillToRefill()
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestSpillToRefillKeepsTheArenaForTheNextRecords(t *testing.T) {
 		_, err = s.SpillToRefill()
 		require.NoError(t, err)
 		require.Equal(t, runs+1, s.Stats().Runs)
-		assert.Equal(t, arena, s.mem.arena, "no chunk mapped or freed")
+		assert.Equal(t, arena, s.mem.mapped, "no chunk mapped or freed")
 	}
 	freed, err = s.SpillToRefill() // nothing in memory: the spares go
 	require.NoError(t, err)

@@ -16,25 +16,25 @@ const radixCutoff = 48
 // no more than its 16 bytes a record. The radix sort is not stable; the insertion order in each
 // entry (pos) breaks the ties it leaves, so the result is stable. Keys of one length that vary in
 // fewer than 8 bytes carry their insertion ordinal in the prefix's spare low bytes
-// (memTable.ordinalFits), so that they leave no ties at all; most such sorts never come here, but
+// (indexer.ordinalFits), so that they leave no ties at all; most such sorts never come here, but
 // go through sortShortKeys' LSD passes.
 //
 // Integer sort keys (the SQL sorts) differ mostly within the prefix, since it holds only key
-// bytes that vary (memTable.window), not the null flags and high bytes every key shares: a
+// bytes that vary (keyStats.window), not the null flags and high bytes every key shares: a
 // comparison sort's per-compare cost and its cache misses on the records then drop out, which
 // made in-memory sorts of integer keys about 4× faster. Keys with equal prefixes are equal
 // before end; each run of them goes on with the radix sort on the keys' bytes from end on
 // (sortPast), so that each record is read once per 8 bytes of key, not once per compare.
 //
 // The entries' prefixes are overwritten on the way: after the sort only pos means anything.
-func (t *memTable) sortEntries(idx []entry, end int) {
+func (t indexer) sortEntries(idx []entry, end int) {
 	t.radix(idx, 56)
 	t.finishTies(idx, end)
 }
 
 // finishTies sorts each run of equal prefixes in idx, which is in prefix order and whose
 // prefixes hold its keys' bytes up to end (keys equal before that).
-func (t *memTable) finishTies(idx []entry, end int) {
+func (t indexer) finishTies(idx []entry, end int) {
 	for i := 0; i < len(idx); {
 		j := i + 1
 		for j < len(idx) && idx[j].prefix == idx[i].prefix {
@@ -54,7 +54,7 @@ func (t *memTable) finishTies(idx []entry, end int) {
 // sortPast sorts tied, whose keys are equal up to end once zero-padded: a key that ends by end
 // is a prefix of every other one, and sorts before the longer ones. The others get their bytes
 // from end on as their prefixes, and the radix sort goes on with them.
-func (t *memTable) sortPast(tied []entry, end int) {
+func (t indexer) sortPast(tied []entry, end int) {
 	for {
 		ended := 0
 		for k := range tied {
@@ -104,10 +104,10 @@ func (t *memTable) sortPast(tied []entry, end int) {
 
 // keysEndBy reports whether every key has the same length and ends by end, so that keys whose
 // bytes up to end are equal are equal.
-func (t *memTable) keysEndBy(end int) bool { return t.minKey == t.maxKey && t.maxKey <= end }
+func (t indexer) keysEndBy(end int) bool { return t.minKey == t.maxKey && t.maxKey <= end }
 
 // radix sorts idx by the prefix bits from shift+7 down to 0, one byte per level.
-func (t *memTable) radix(idx []entry, shift uint) {
+func (t indexer) radix(idx []entry, shift uint) {
 	if len(idx) < radixCutoff {
 		insertionSortByPrefix(idx)
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spillway/spillway/plan/offheap"
 	"github.com/spillway/spillway/spill"
@@ -365,4 +366,28 @@ func (r *runReader) close() {
 	if r.releaseAtEnd {
 		r.s.releaseRun(r.run)
 	}
+}
+
+// writeFrom writes first, if not nil, then every record left of c, in order.
+func (w *runWriter) writeFrom(first []byte, c *cursor) error {
+	if first != nil {
+		if err := w.write(first); err != nil {
+			return err
+		}
+	}
+	if c.idx != nil {
+		for rec := c.next(); rec != nil; rec = c.next() {
+			if err := w.write(rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w.run.maxRecord = max(w.run.maxRecord, int64(c.t.maxRec))
+	for sp := c.span(math.MaxInt); sp != nil; sp = c.span(math.MaxInt) {
+		if _, err := w.w.Write(sp); err != nil {
+			return err
+		}
+	}
+	return nil
 }

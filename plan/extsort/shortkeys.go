@@ -30,7 +30,7 @@ type shortKeyLayout struct {
 // keys of one length whose bytes that vary all lie in the window (the window then reaches past
 // the keys' end, so equal window bytes mean equal keys), and enough bits below them for the
 // record's chunk and offset; and n, the records to sort, at least shortKeyMinRecords.
-func (t *memTable) shortKeys(w *window, n int) (shortKeyLayout, bool) {
+func (t indexer) shortKeys(w *window, n int) (shortKeyLayout, bool) {
 	if n < shortKeyMinRecords || t.minKey != t.maxKey {
 		return shortKeyLayout{}, false
 	}
@@ -70,7 +70,7 @@ func (t *memTable) shortKeys(w *window, n int) (shortKeyLayout, bool) {
 // took 42% less time on a join key and 62% less on a key of few values; digits of 11 bits took
 // 15% off the join key's again; the top digit first took 20% off the key of few values, and 18%
 // off a day-time interval key's 2 M records (BenchmarkSortedIndex).
-func (t *memTable) sortShortKeys(w *window, mem []byte, lazy bool) bool {
+func (t indexer) sortShortKeys(w *window, mem []byte, lazy bool) bool {
 	n := len(mem) / int(entrySize)
 	layout, ok := t.shortKeys(w, n)
 	if !ok {
@@ -124,7 +124,7 @@ func (t *memTable) sortShortKeys(w *window, mem []byte, lazy bool) bool {
 // shortKeyWords writes each record's word (see sortShortKeys) into words, in insertion order, and
 // returns the key bits that differ from the first key's, in the low bits. With lazy, the records
 // are the holes, then those from frozen on.
-func (t *memTable) shortKeyWords(w *window, l shortKeyLayout, words []uint64, lazy bool) (varying uint64) {
+func (t indexer) shortKeyWords(w *window, l shortKeyLayout, words []uint64, lazy bool) (varying uint64) {
 	keyShift := uint(8 * (8 - l.keyBytes))
 	from, i := uint64(0), 0 // the first record in a row: frozen's with lazy; and the next word
 	first := w.keyBytes(keyOf(t.chunks[0]), l.keyBytes)

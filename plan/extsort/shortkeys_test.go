@@ -84,13 +84,13 @@ func TestShortKeysSortByKeyThenInsertion(t *testing.T) {
 					recs[i].val = append(recs[i].val, make([]byte, i%7)...)
 				}
 			}
-			mt := memTable{chunkSize: tc.chunkSize}
+			mt := memTable{arena: arena{chunkSize: tc.chunkSize}}
 			defer mt.reset()
 			for _, rc := range recs {
 				require.NoError(t, mt.add(AppendRecord(nil, rc.key, rc.val)))
 			}
 			w := mt.window()
-			layout, ok := mt.shortKeys(&w, mt.n)
+			layout, ok := mt.indexer().shortKeys(&w, mt.n)
 			require.True(t, ok, "the case must take the short-key path")
 			assert.Equal(t, tc.keyBytes, layout.keyBytes)
 			idx, err := mt.sortedIndex(false)
@@ -133,7 +133,7 @@ func TestShortKeysOnlyWhereAWordHoldsTheOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mt := tableOf(t, tc.keys)
 			w := mt.window()
-			_, ok := mt.shortKeys(&w, mt.n)
+			_, ok := mt.indexer().shortKeys(&w, mt.n)
 			assert.Equal(t, tc.fits, ok)
 		})
 	}
