@@ -34,14 +34,14 @@ func (t *memTable) cursor() (*cursor, error) {
 	if lazy && t.frozen == 0 && len(t.holes) == 0 {
 		return &cursor{t: t, stretchMerge: newStretchMerge(&t.arena, &t.orderTracker)}, nil
 	}
-	idx, err := t.indexer().sortedIndex(lazy)
+	idx, err := t.sortedIndex(lazy)
 	if err != nil {
 		return nil, err
 	}
-	if lazy {
-		return &cursor{t: t, stretchMerge: newStretchMerge(&t.arena, &t.orderTracker), rest: &cursor{t: t, idx: idx}}, nil
+	if !lazy {
+		return &cursor{t: t, idx: idx}, nil
 	}
-	return &cursor{t: t, idx: idx}, nil
+	return &cursor{t: t, stretchMerge: newStretchMerge(&t.arena, &t.orderTracker), rest: &cursor{t: t, idx: idx}}, nil
 }
 
 // next returns the next record and passes it; nil past the last.
