@@ -5,6 +5,8 @@ package jni
 */
 import "C"
 
+import "fmt"
+
 //export Java_spillway_NativeSpill_createSort
 func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle, memoryBudget C.jlong) C.jlong {
 	defer recoverPanic(env)
@@ -16,18 +18,33 @@ func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle,
 	return C.jlong(sh)
 }
 
+// sortAdd returns the bytes of the batch taken: all of it, or the whole records before the first
+// that would take the sort's memory past limit; state, if not null, gets the sort's stats after
+// the add (memoryNeeded: what to grant for the next record).
+//
 //export Java_spillway_NativeSpill_sortAdd
-func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, batch C.jobject, offset, length C.jint) {
+func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, batch C.jobject, offset, length C.jint,
+	limit C.jlong, state C.jlongArray) C.jint {
 	defer recoverPanic(env)
+	if state != 0 && C.spillway_array_length(env, C.jarray(state)) < sortStatsMinLen {
+		throw(env, argumentError(fmt.Sprintf("state must be null or a long[] of at least %d elements", sortStatsMinLen)))
+		return 0
+	}
 	data, release, err := batchBytes(env, batch, offset, length)
 	if err != nil {
 		throw(env, err)
-		return
+		return 0
 	}
 	defer release()
-	if err := registry.SortAdd(uint64(sortHandle), data); err != nil {
+	taken, st, err := registry.SortAdd(uint64(sortHandle), data, int64(limit))
+	if err != nil {
 		throw(env, err)
+		return 0
 	}
+	if state != 0 {
+		setSortStats(env, state, &st)
+	}
+	return C.jint(taken)
 }
 
 //export Java_spillway_NativeSpill_sortSpill
@@ -50,17 +67,6 @@ func Java_spillway_NativeSpill_sortMemoryUsed(env *C.JNIEnv, _ C.jclass, sortHan
 		return 0
 	}
 	return C.jlong(used)
-}
-
-//export Java_spillway_NativeSpill_sortAddGrowthBound
-func Java_spillway_NativeSpill_sortAddGrowthBound(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, length, records C.jint) C.jlong {
-	defer recoverPanic(env)
-	bound, err := registry.SortAddGrowthBound(uint64(sortHandle), int(length), int(records))
-	if err != nil {
-		throw(env, err)
-		return 0
-	}
-	return C.jlong(bound)
 }
 
 // sortNext returns the bytes filled, 0 at the end, or minus the size of a buffer that would hold

@@ -64,10 +64,16 @@ func Java_spillway_NativeSpill_sortStats(env *C.JNIEnv, _ C.jclass, sortHandle C
 		throw(env, err)
 		return
 	}
+	setSortStats(env, out, &st)
+}
+
+// setSortStats writes st into out, a long[] of at least sortStatsMinLen elements, in the order of
+// plan.SortStatsLayout, as many values as out holds.
+func setSortStats(env *C.JNIEnv, out C.jlongArray, st *plan.SortStats) {
 	n := min(int(C.spillway_array_length(env, C.jarray(out))), len(plan.SortStatsLayout))
 	vals := make([]C.jlong, n)
 	for i := range vals {
-		vals[i] = C.jlong(plan.SortStatsLayout[i].Value(&st))
+		vals[i] = C.jlong(plan.SortStatsLayout[i].Value(st))
 	}
 	C.spillway_set_longs(env, out, &vals[0], C.jsize(n))
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -283,10 +284,13 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	for i := range 200 {
 		batch = extsort.AppendRecord(batch, []byte{byte(200 - i)}, make([]byte, 32))
 	}
-	require.NoError(t, r.SortAdd(sh, batch))
-	st, err := r.SortStats(sh)
+	taken, st, err := r.SortAdd(sh, batch, math.MaxInt64)
 	require.NoError(t, err)
+	assert.Equal(t, len(batch), taken)
 	assert.Positive(t, st.Runs, "a 1 KiB budget spills")
+	assert.Zero(t, st.MemoryNeeded)
+	_, _, err = r.SortAdd(sh, batch, -1)
+	assert.Equal(t, KindInvalidArgument, Classify(err), "a negative limit is refused")
 	assert.NotEqual(t, before, listing(t, dirs))
 
 	// Releasing the plan closes its sort and deletes the runs with everything else.
@@ -295,7 +299,8 @@ func TestSortsBelongToTheirPlan(t *testing.T) {
 	assert.Zero(t, r.LiveSorts())
 	_, err = r.SortStats(sh)
 	assert.Equal(t, KindInvalidHandle, Classify(err))
-	assert.Equal(t, KindInvalidHandle, Classify(r.SortAdd(sh, batch)))
+	_, _, err = r.SortAdd(sh, batch, math.MaxInt64)
+	assert.Equal(t, KindInvalidHandle, Classify(err))
 	assert.Equal(t, KindInvalidHandle, Classify(r.ReleaseSort(sh)))
 	_, err = r.CreateSort(h, 1024)
 	assert.Equal(t, KindInvalidHandle, Classify(err))
@@ -311,7 +316,8 @@ func TestReleaseSortDeletesItsRuns(t *testing.T) {
 	for i := range 100 {
 		batch = extsort.AppendRecord(batch, []byte{byte(i)}, make([]byte, 40))
 	}
-	require.NoError(t, r.SortAdd(sh, batch))
+	_, _, err = r.SortAdd(sh, batch, math.MaxInt64)
+	require.NoError(t, err)
 	used, _ := r.UsedDiskSpace(h)
 	assert.Positive(t, used)
 	require.NoError(t, r.ReleaseSort(sh))

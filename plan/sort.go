@@ -55,13 +55,20 @@ func (r *Registry) sorter(sh uint64) (*extsort.Sorter, error) {
 	return e.sorter, nil
 }
 
-// SortAdd copies the records of batch into the sort; see extsort.Sorter.Add.
-func (r *Registry) SortAdd(sh uint64, batch []byte) error {
+// SortAdd copies records of batch into the sort, within limit, the memory the caller was granted
+// for it, and returns the bytes of batch taken, whole records, and the sort's state after the add,
+// its MemoryNeeded set when it stopped short; see extsort.Sorter.AddWithin. A negative limit is an
+// *ArgumentError.
+func (r *Registry) SortAdd(sh uint64, batch []byte, limit int64) (taken int, st SortStats, err error) {
+	if limit < 0 {
+		return 0, SortStats{}, &ArgumentError{Reason: fmt.Sprintf("the memory limit %d must not be negative", limit)}
+	}
 	s, err := r.sorter(sh)
 	if err != nil {
-		return err
+		return 0, SortStats{}, err
 	}
-	return s.Add(batch)
+	taken, need, err := s.AddWithin(batch, limit)
+	return taken, SortStats{Stats: s.Stats(), MemoryUsed: s.MemoryUsed(), MemoryNeeded: need}, err
 }
 
 // SortSpill writes the records the sort holds in memory as a sorted run and returns the bytes of
@@ -87,19 +94,6 @@ func (r *Registry) SortMemoryUsed(sh uint64) (int64, error) {
 	return s.MemoryUsed(), nil
 }
 
-// SortAddGrowthBound is at most what adding a batch of length bytes and records records adds to
-// the memory of sort sh; see extsort.Sorter.AddGrowthBound.
-func (r *Registry) SortAddGrowthBound(sh uint64, length, records int) (int64, error) {
-	if length < 0 || records < 0 {
-		return 0, &ArgumentError{Reason: fmt.Sprintf("batch length %d and record count %d must not be negative", length, records)}
-	}
-	s, err := r.sorter(sh)
-	if err != nil {
-		return 0, err
-	}
-	return s.AddGrowthBound(length, records), nil
-}
-
 // SortNext fills dst with whole records in sorted order and returns the bytes filled, 0 at the
 // end; see extsort.Sorter.Next. If the next record alone does not fit in dst, it returns need,
 // the size of a buffer that holds it, and consumes nothing.
@@ -119,6 +113,9 @@ func (r *Registry) SortNext(sh uint64, dst []byte) (n, need int, err error) {
 type SortStats struct {
 	extsort.Stats
 	MemoryUsed int64
+	// MemoryNeeded, after a SortAdd that stopped short of its batch at its limit, is the memory
+	// the sort needs granted to take the next record; otherwise 0.
+	MemoryNeeded int64
 }
 
 // SortStatsLayout is the order of NativeSpill.sortStats' array, by name (the JVM finds a value by
@@ -135,6 +132,7 @@ var SortStatsLayout = []struct {
 	{"memoryUsed", func(s *SortStats) int64 { return s.MemoryUsed }},
 	{"spilledLogicalBytes", func(s *SortStats) int64 { return s.SpilledLogicalBytes }},
 	{"mergePasses", func(s *SortStats) int64 { return s.MergePasses }},
+	{"memoryNeeded", func(s *SortStats) int64 { return s.MemoryNeeded }},
 }
 
 // SortStats returns the sort's counters.

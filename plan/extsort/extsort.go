@@ -135,30 +135,43 @@ func readerMemory(chunk int) int64 {
 	return int64(offheap.Size(stored) + offheap.Size(chunk))
 }
 
-// Add copies the records of batch into the sort; the caller may reuse batch afterwards. The whole
-// batch is checked first: if it is malformed, Add returns a *BatchError, adds nothing, and the
-// sorter stays usable. When holding a record would take MemoryUsed over the budget, Add first
-// spills what it holds as a sorted run (the first two times the older half of it, see Memory in
-// the package doc). If that spill fails, part of the batch may have been
-// added, so the sorter is broken: the error (wrapping a *spill.LimitError, say) is returned, and
-// every later call but Close fails.
+// Add copies the records of batch into the sort: AddWithin with no limit but the budget.
 func (s *Sorter) Add(batch []byte) error {
+	_, _, err := s.AddWithin(batch, math.MaxInt64)
+	return err
+}
+
+// AddWithin copies records of batch into the sort, in order, while holding the next one keeps
+// MemoryUsed within limit (the memory the caller was granted for the sort: Spark's), and returns
+// the bytes of batch it took, whole records: all of them, or, when the next record would take
+// MemoryUsed past limit, those before it, and need, the MemoryUsed that holding the rest of batch
+// needs (as far as the budget; at least what that record needs: a caller granted that much calls
+// again with the rest). So the sort never holds more than it was granted, and the caller has
+// nothing to foresee. The caller may reuse batch afterwards. The whole batch is
+// checked first: if it is malformed, AddWithin returns a *BatchError, adds nothing, and the
+// sorter stays usable. When holding a record would take MemoryUsed over the budget, it first
+// spills what it holds as a sorted run (the first two times the older half of it, see the
+// package doc), whatever limit is. If that spill fails, part of the batch may have been added, so
+// the sorter is broken: the error (wrapping a *spill.LimitError, say) is returned, and every
+// later call but Close fails.
+func (s *Sorter) AddWithin(batch []byte, limit int64) (taken int, need int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(); err != nil {
-		return err
+		return 0, 0, err
 	}
 	if s.merging {
-		return ErrAddAfterNext
+		return 0, 0, ErrAddAfterNext
 	}
 	uniform, err := validate(batch)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	for off := 0; off < len(batch); {
 		// Most records go in by runs, each with one copy: those that fit in the last chunk's room
-		// with the budget not reached, where the loop below would neither spill nor map a chunk.
-		if taken, records := s.mem.addRun(batch[off:], s.addLimit(), uniform); records > 0 {
+		// with neither the budget nor the limit reached, where the loop below would neither
+		// spill nor map a chunk.
+		if taken, records := s.mem.addRun(batch[off:], min(s.addLimit(), limit), uniform); records > 0 {
 			s.maxRecord = max(s.maxRecord, int64(s.mem.maxRec))
 			s.stats.Records += int64(records)
 			off += taken
@@ -169,17 +182,36 @@ func (s *Sorter) Add(batch []byte) error {
 		if s.mem.n > 0 && s.mem.memory()+s.mem.growth(len(rec)) > s.addLimit() {
 			if _, err := s.spill(true); err != nil {
 				s.err = err
-				return err
+				return off, 0, err
 			}
+		}
+		if need := s.mem.memory() + s.mem.growth(len(rec)); need > limit {
+			return off, s.need(batch[off:], uniform, need), nil
 		}
 		if err := s.mem.add(rec); err != nil {
 			s.err = fmt.Errorf("extsort: adding a record of %d bytes: %w", len(rec), err) // part of the batch is in
-			return s.err
+			return off, 0, s.err
 		}
 		s.stats.Records++
 		off += len(rec)
 	}
-	return nil
+	return len(batch), 0, nil
+}
+
+// need is what AddWithin says it needs granted when it stops before rest: the MemoryUsed that
+// holding all of rest takes at most, as far as the budget (at addLimit the sort spills instead),
+// and at least next, what its first record needs. Asked for the whole rest, a caller is granted
+// memory in large steps, as Spark's sorts acquire pages, rather than a record at a time.
+func (s *Sorter) need(rest []byte, uniform int, next int64) int64 {
+	records := 0
+	if uniform > 0 {
+		records = len(rest) / uniform
+	} else {
+		for off := 0; off < len(rest); off += recordSize(rest[off:]) {
+			records++
+		}
+	}
+	return max(next, min(s.mem.memory()+s.mem.batchGrowth(len(rest), records), s.addLimit()))
 }
 
 // addLimit is the MemoryUsed that Add spills before passing: the budget less the merge reserve.
@@ -224,23 +256,6 @@ func (s *Sorter) spillMemory(refill bool) (int64, error) {
 	}
 	_, err := s.spill(refill)
 	return before - s.mem.memory(), err
-}
-
-// AddGrowthBound is at most what adding a batch of length bytes holding records records adds to
-// MemoryUsed: one index entry per record, and up to maxPending more for records held that the
-// batch's records may make holes (memTable.spikeEntries), when the batch fits in the room the
-// last arena chunk has left; else also the bytes and one arena chunk partly filled; and, when no records are
-// held, the spill writer's reservation they bring (AddGrowthBound(0, 0) is that reservation
-// alone). A caller that accounts for the sort's memory elsewhere (Spark's task memory) reserves
-// this first.
-func (s *Sorter) AddGrowthBound(length, records int) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	entries := entrySize*int64(records+s.mem.spikeEntries(s.mem.n)) + s.mem.spillCost - s.mem.spillReserve()
-	if s.mem.room() >= length || s.mem.spareFits(length) {
-		return entries
-	}
-	return int64(length) + entries + int64(offheap.Size(s.mem.chunkSize))
 }
 
 // MemoryUsed is the bytes of memory the sorter holds (see the package doc): what the JVM side

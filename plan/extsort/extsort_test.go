@@ -717,41 +717,101 @@ func FuzzAdd(f *testing.F) {
 	})
 }
 
-// AddGrowthBound is what the JVM reserves from Spark before an add: the add must never grow the
-// sort's memory past it, whatever the chunk size (budget) and the record sizes.
-func TestAddGrowthBoundBoundsAdd(t *testing.T) {
-	for _, budget := range []int64{1 << 10, 64 << 10, 64 << 20} {
-		m, _ := newManager(t, 1<<30, nil)
-		s := newSorter(t, m, budget)
-		for round, valueLen := range []int{0, 7, 300, 5000} {
-			var recs []rec
-			for i := 0; i < 50; i++ {
-				recs = append(recs, rec{key: []byte(fmt.Sprintf("k%06d", i)), val: bytes.Repeat([]byte{1}, valueLen)})
-			}
-			batch := encode(recs)
-			bound := s.AddGrowthBound(len(batch), len(recs))
-			before := s.MemoryUsed()
-			require.NoError(t, s.Add(batch))
-			// An add that spills first (at the budget) holds less afterwards: the bound is still a bound.
-			assert.LessOrEqual(t, s.MemoryUsed()-before, bound, "budget %d, round %d", budget, round)
+// addGranted adds batch as the JVM does, held to a grant: it grants the sort what it holds, then,
+// each time AddWithin stops short, what it says the next record needs, and checks that the sort
+// never holds more than it was granted.
+func addGranted(t *testing.T, s *Sorter, batch []byte) {
+	t.Helper()
+	limit := s.MemoryUsed()
+	for off := 0; off < len(batch); {
+		taken, need, err := s.AddWithin(batch[off:], limit)
+		require.NoError(t, err)
+		require.LessOrEqual(t, s.MemoryUsed(), limit, "the sort holds no more than its grant")
+		off += taken
+		if off < len(batch) {
+			require.Greater(t, need, limit, "stopped short: the next record needs more than the grant")
+			limit = need
 		}
 	}
 }
 
-// A batch that fits in the last chunk's room grows the sort by its index entries alone, and the
-// bound says so: the JVM does not ask Spark for a chunk the add will not take.
-func TestAddGrowthBoundOfABatchThatFits(t *testing.T) {
+// AddWithin never grows the sort's memory past its limit, the grant of the JVM, whatever the
+// chunk size (budget) and the record sizes, and says what to grant for it to go on.
+func TestAddWithinHoldsNoMoreThanItsLimit(t *testing.T) {
+	for _, budget := range []int64{1 << 10, 64 << 10, 64 << 20} {
+		m, _ := newManager(t, 1<<30, nil)
+		s := newSorter(t, m, budget)
+		var all []rec
+		for round, valueLen := range []int{0, 7, 300, 5000} {
+			var recs []rec
+			for i := 0; i < 50; i++ {
+				recs = append(recs, rec{key: []byte(fmt.Sprintf("k%06d-%d", i, round)), val: bytes.Repeat([]byte{1}, valueLen)})
+			}
+			addGranted(t, s, encode(recs))
+			all = append(all, recs...)
+		}
+		assert.Equal(t, reference(all), drain(t, s, 1<<20), "budget %d", budget)
+	}
+}
+
+// A batch that fits in the last chunk's room grows the sort by its index entries alone, and
+// AddWithin asks for no more: the JVM does not ask Spark for a chunk the add will not take.
+func TestAddWithinAsksForWhatTheRestNeeds(t *testing.T) {
 	m, _ := newManager(t, 1<<30, nil)
 	s := newSorter(t, m, 256<<20)
 	require.NoError(t, s.Add(encode([]rec{{key: []byte("a"), val: []byte("b")}})))
+	first := encode([]rec{{key: []byte("k1"), val: []byte("v1")}})
 	batch := encode([]rec{{key: []byte("k1"), val: []byte("v1")}, {key: []byte("k2"), val: []byte("v2")}})
-	bound := s.AddGrowthBound(len(batch), 2)
-	assert.Equal(t, 2*entrySize, bound)
 	before := s.MemoryUsed()
-	require.NoError(t, s.Add(batch))
-	assert.Equal(t, bound, s.MemoryUsed()-before)
-	// One that does not fit may need a new chunk.
-	assert.Equal(t, int64(firstChunk+2)+2*entrySize+int64(s.mem.chunkSize), s.AddGrowthBound(firstChunk+2, 2))
+	taken, need, err := s.AddWithin(batch, before+entrySize)
+	require.NoError(t, err)
+	assert.Equal(t, len(first), taken, "one entry granted: one record taken")
+	assert.Equal(t, before+2*entrySize, need)
+	assert.Equal(t, before+entrySize, s.MemoryUsed())
+	taken, need, err = s.AddWithin(batch[taken:], need)
+	require.NoError(t, err)
+	assert.Equal(t, len(batch)-len(first), taken)
+	assert.Zero(t, need)
+	assert.Equal(t, before+2*entrySize, s.MemoryUsed())
+}
+
+// Stopped short, AddWithin asks for what the rest of its batch needs, not its next record alone:
+// granted that, it takes the rest in one call, so the JVM asks Spark once per batch, in large steps.
+func TestAddWithinAsksForTheRestOfItsBatch(t *testing.T) {
+	m, _ := newManager(t, 1<<30, nil)
+	s := newSorter(t, m, 256<<20)
+	require.NoError(t, s.Add(encode([]rec{{key: []byte("a"), val: []byte("b")}})))
+	for _, uniform := range []bool{true, false} {
+		var recs []rec
+		for i := 0; i < 3000; i++ {
+			val := bytes.Repeat([]byte{2}, 100)
+			if !uniform {
+				val = val[:i%100]
+			}
+			recs = append(recs, rec{key: []byte(fmt.Sprintf("k%06d", i)), val: val})
+		}
+		batch := encode(recs)
+		before := s.MemoryUsed()
+		taken, need, err := s.AddWithin(batch, before)
+		require.NoError(t, err)
+		require.Less(t, taken, len(batch))
+		rest := len(batch) - taken
+		assert.Greater(t, need, before+int64(rest), "uniform %v: the rest's bytes and entries, not one record's", uniform)
+		assert.LessOrEqual(t, need, before+int64(rest)+int64(len(recs)+maxPending)*entrySize+int64(offheap.Size(s.mem.chunkSize)), "uniform %v", uniform)
+		n, again, err := s.AddWithin(batch[taken:], need)
+		require.NoError(t, err)
+		assert.Equal(t, rest, n, "uniform %v: granted what it asked, it takes the rest", uniform)
+		assert.Zero(t, again)
+		assert.LessOrEqual(t, s.MemoryUsed(), need)
+	}
+	// A record larger than the room needs a new chunk: nothing is mapped until it is granted.
+	big := encode([]rec{{key: []byte("k3"), val: make([]byte, s.mem.room())}})
+	before := s.MemoryUsed()
+	taken, need, err := s.AddWithin(big, before)
+	require.NoError(t, err)
+	assert.Zero(t, taken)
+	assert.GreaterOrEqual(t, need, before+entrySize+int64(offheap.Size(max(s.mem.newChunkSize(), len(big)))))
+	assert.Equal(t, before, s.MemoryUsed(), "nothing taken, nothing mapped")
 }
 
 // A small sort under a large budget holds a small first chunk, not the budget's full chunk; the

@@ -667,8 +667,8 @@ func TestAddGrowsMemoryAsForeseen(t *testing.T) {
 
 // Rows in order past indexedFirst count no entry; maxPending of them added by earlier batches,
 // above the stretch, become holes when a row falls back under them: the add of that one row grows
-// the count by their entries too, and AddGrowthBound, what the JVM asks Spark for before the add,
-// foresees it, as a run's limit does.
+// the count by their entries too, and AddWithin, held to what the JVM was granted, asks for them
+// before it takes the row, as a run's limit does.
 func TestSpikesOfEarlierAddsAreForeseen(t *testing.T) {
 	m, _ := newManager(t, 1<<30, nil)
 	s := newSorter(t, m, 256<<20)
@@ -687,10 +687,16 @@ func TestSpikesOfEarlierAddsAreForeseen(t *testing.T) {
 	taken, _ := s.mem.addRun(batch, limit, len(batch))
 	assert.Zero(t, taken)
 	assert.LessOrEqual(t, s.mem.memory(), limit)
-	bound := s.AddGrowthBound(len(batch), 1)
 	before := s.MemoryUsed()
-	require.NoError(t, s.Add(batch))
+	took, need, err := s.AddWithin(batch, limit)
+	require.NoError(t, err)
+	assert.Zero(t, took, "granted one entry, the row is not taken")
+	assert.Equal(t, before, s.MemoryUsed())
+	assert.Equal(t, before+int64(1+maxPending)*entrySize, need, "the row's entry and the spikes'")
+	took, _, err = s.AddWithin(batch, need)
+	require.NoError(t, err)
+	assert.Equal(t, len(batch), took)
 	require.Len(t, s.mem.holes, maxPending)
 	assert.Equal(t, int64(maxPending)*entrySize, s.MemoryUsed()-before, "the spikes' entries (the row, in its stretch, counts none)")
-	assert.LessOrEqual(t, s.MemoryUsed()-before, bound)
+	assert.LessOrEqual(t, s.MemoryUsed(), need)
 }

@@ -57,6 +57,18 @@ func (t *memTable) growth(size int) int64 {
 	return first + entries + int64(offheap.Size(max(t.newChunkSize(), size)))
 }
 
+// batchGrowth is at most the memory that adding records records of length bytes in all adds:
+// growth's, for each of them, and when they do not fit in the last chunk's room nor in a spare,
+// their bytes and one chunk partly filled.
+func (t *memTable) batchGrowth(length, records int) int64 {
+	first := t.spillCost - t.spillReserve()
+	entries := int64(records+t.spikeEntries(t.n)) * entrySize
+	if t.room() >= length || t.spareFits(length) {
+		return first + entries
+	}
+	return first + entries + int64(length) + int64(offheap.Size(t.chunkSize))
+}
+
 // add copies one encoded record in. It fails only when the OS refuses a new chunk's memory;
 // the record is not added then.
 func (t *memTable) add(rec []byte) error {

@@ -319,17 +319,27 @@ public final class NativeSpill {
   public static native long createSort(long plan, long memoryBudget);
 
   /**
-   * Copies the records of {@code batch[offset, offset + length)} into the sort (the buffer may be
-   * reused afterwards). A malformed batch is an {@link IllegalArgumentException} that adds
-   * nothing. If holding the records would pass the memory budget, a sorted run is spilled first.
-   * A heap batch over 1 MiB is first copied whole outside the Java heap (a direct one is read
-   * in place): if the process has no room for that copy, the call is an {@link
-   * OutOfMemoryError} that adds nothing.
+   * Copies records of {@code batch[offset, offset + length)} into the sort, in order, while its
+   * memory ({@link #sortMemoryUsed}) stays within {@code limit}, the bytes the caller was granted
+   * for it (Spark's task memory; {@code Long.MAX_VALUE} for none). It returns the bytes taken,
+   * whole records: all of them, or those before the first record that would take the sort's memory
+   * past {@code limit}; {@code state} then says, as {@code memoryNeeded}, what the sort needs
+   * granted to take that record, and the caller, granted it, calls again with the rest. So the
+   * sort never holds more than it was granted, and the caller need foresee nothing. The buffer may
+   * be reused afterwards. A malformed batch is an {@link IllegalArgumentException} that adds
+   * nothing. If holding a record would pass the memory budget, a sorted run is spilled first,
+   * whatever {@code limit} is. A heap batch over 1 MiB is first copied whole outside the Java heap
+   * (a direct one is read in place): if the process has no room for that copy, the call is an
+   * {@link OutOfMemoryError} that adds nothing.
    *
+   * @param state null, or filled as {@link #sortStats} fills its array, after the add: the sort's
+   *     state, with no call more
+   * @return the bytes of the batch taken
+   * @throws IllegalArgumentException if {@code limit} is negative or {@code state} shorter than 5
    * @throws SpillLimitExceededException if that spill would pass the plan's limit (the sort is
    *     then broken: release it)
    */
-  public static native void sortAdd(long sort, ByteBuffer batch, int offset, int length)
+  public static native int sortAdd(long sort, ByteBuffer batch, int offset, int length, long limit, long[] state)
       throws IOException;
 
   /**
@@ -351,18 +361,6 @@ public final class NativeSpill {
    * the records covers their spill too.
    */
   public static native long sortMemoryUsed(long sort);
-
-  /**
-   * At most the bytes of memory that {@link #sortAdd} of a batch of {@code length} bytes holding
-   * {@code records} records adds to {@link #sortMemoryUsed}: the bytes, the sort's index entry per
-   * record, one partly filled arena chunk and, when the sort holds no records yet, its spill
-   * writer's reservation (so a batch of 0 bytes and 0 records gives the reservation alone). A
-   * caller accounting for the sort's memory elsewhere
-   * (Spark's task memory) reserves this before the add.
-   *
-   * @throws IllegalArgumentException if {@code length} or {@code records} is negative
-   */
-  public static native long sortAddGrowthBound(long sort, int length, int records);
 
   /**
    * Ends the input on its first call, then fills the direct buffer {@code out[offset, offset +
@@ -405,9 +403,10 @@ public final class NativeSpill {
    * Fills the first {@code min(out.length, SORT_STATS_LENGTH)} values, named by {@link
    * #sortStatsNames}: records added, runs spilled, bytes the runs take on disk (compressed, framed:
    * Spark's diskBytesSpilled), bytes of memory freed by spills (Spark's memoryBytesSpilled), bytes
-   * of memory held now, plain bytes written to the runs, and merge passes (0 when nothing spilled,
-   * 1 for a single merge, more when runs were too many for one). Runs are spill files in the
-   * plan's format.
+   * of memory held now, plain bytes written to the runs, merge passes (0 when nothing spilled,
+   * 1 for a single merge, more when runs were too many for one), and the memory the next record
+   * needs granted when the last {@link #sortAdd} stopped short of its batch (0 here). Runs are
+   * spill files in the plan's format.
    *
    * @throws IllegalArgumentException if {@code out} is null or shorter than 5
    */

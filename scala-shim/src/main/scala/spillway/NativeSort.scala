@@ -61,6 +61,11 @@ object NativeSort {
     private[spillway] def read(handle: Long): Stats = {
       val out = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
       NativeSpill.sortStats(handle, out)
+      of(out)
+    }
+
+    /** The counters in `out`, an array as `NativeSpill.sortStats` (or `sortAdd`) fills it. */
+    private[spillway] def of(out: Array[Long]): Stats = {
       val v = fields.map(out(_))
       Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6))
     }

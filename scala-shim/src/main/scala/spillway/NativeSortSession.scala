@@ -18,11 +18,12 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * does the rest.
  *
  *  - '''Memory.''' The native sort's bytes, and the session's direct buffers, are taken from the
- *    task's [[TaskMemoryManager]] (acquired before a batch goes in or a buffer is taken, given back
- *    as soon as the sort holds less), and when Spark needs memory back, [[spill]] really writes a
- *    run and frees it. If Spark grants less than a batch needs, the sort spills first; only when
- *    Spark grants not even the session's buffers (three batches at most) does the session hold
- *    them ungranted. So it grows as long as Spark grants memory, as Spark's
+ *    task's [[TaskMemoryManager]] (a buffer's before it is used; the sort's as it adds records: it
+ *    takes no record past what Spark granted it, and says what the next one needs, which the
+ *    session then acquires; given back as soon as the sort holds less), and when Spark needs memory
+ *    back, [[spill]] really writes a run and frees it. If Spark grants less than a record needs,
+ *    the sort spills first; only when Spark grants not even that, or the session's buffers (three
+ *    batches at most), does the session hold them ungranted. So it grows as long as Spark grants memory, as Spark's
  *    UnsafeExternalSorter does; [[memoryBudget]] (the cap, else the most Spark could grant)
  *    bounds it too, and the sort spills at whichever is reached first.
  *  - '''Buffers.''' Records cross JNI in direct buffers from [[DirectBufferPool]], in the batch
@@ -77,6 +78,14 @@ private[spillway] final class NativeSortSession private (
   private var reportedDiskSpilled = 0L
 
   private val batchBytes = NativeSortSession.batchBytes(memoryBudget)
+  // The sort's state after each add (NativeSpill.sortAdd fills it), used by the task thread only.
+  private val state = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+  // Whether the task thread is acquiring what the sort said its records need. Spark, short, spills
+  // the requester again as long as each spill frees something, and a sort spilled of its records
+  // then frees the arena they would have gone into: while growing, the sort spills for itself once
+  // per request, and the records go into the arena it kept. Under taskMemory's monitor.
+  private var growing = false
+  private var spilledWhileGrowing = false
   private var sortNanos = 0L
   private var peakMemory = 0L
 
@@ -170,7 +179,14 @@ private[spillway] final class NativeSortSession private (
    *
    * @return bytes given back to Spark
    */
-  override def spill(size: Long, trigger: MemoryConsumer): Long = spillAndRelease(refill = trigger eq this)
+  override def spill(size: Long, trigger: MemoryConsumer): Long =
+    if (trigger ne this) spillAndRelease(refill = false)
+    else if (!growing) spillAndRelease(refill = true)
+    else if (spilledWhileGrowing) 0L // Spark asks again while a spill frees anything: see growing
+    else {
+      spilledWhileGrowing = true
+      spillAndRelease(refill = true)
+    }
 
   /**
    * Releases the native sort (its run files and memory), gives all its memory back to Spark and
@@ -241,9 +257,9 @@ private[spillway] final class NativeSortSession private (
   private def send(): Unit = if (records > 0) {
     val t0 = System.nanoTime()
     try {
-      reserve()
-      call(() => NativeSpill.sortAdd(handle, batch, 0, batchUsed))
-      reconcileGrant()
+      addWithinGrant()
+      lastStats = NativeSort.Stats.of(state)
+      reconcileGrant(lastStats)
     } finally sortNanos += System.nanoTime() - t0
     inputBytes += batchUsed
     peakMemory = math.max(peakMemory, getUsed)
@@ -304,24 +320,38 @@ private[spillway] final class NativeSortSession private (
       outAddresses(i) = 0L
     }
 
-  /** Makes sure Spark granted what the sort will hold once the input batch is added. */
-  private def reserve(): Unit = {
-    def growth = ifOpen(0L)(() => NativeSpill.sortAddGrowthBound(handle, batchUsed, records))
-    // Spark, short, may have spilled the sort to grant it, keeping the arena for this batch,
-    // which then needs less: the bound is read again.
-    if (!grantAtLeast(target(growth)) && !grantAtLeast(target(growth))) {
-      // Still short: hand back everything the sort holds, then take what the batch needs. That
-      // may still fall short; the sort then holds at most this batch more than granted, and
-      // reconcileGrant() tries again.
-      spillAndRelease(refill = false)
-      grantAtLeast(target(growth))
+  /**
+   * Adds the input batch, the native sort held to what Spark granted it: where it stops short, the
+   * session acquires what the sort says the next record needs ([[state]]'s memoryNeeded) and goes
+   * on. Spark, short, may spill the sort to grant it (keeping the arena for these records), and
+   * the sort then needs less: it is asked again. Refused twice in a row, the session hands back
+   * everything the sort holds and asks once more; refused still, the sort takes the rest of the
+   * batch ungranted (at most this batch more than granted), and reconcileGrant() tries again.
+   */
+  private def addWithinGrant(): Unit = {
+    var off = 0
+    var refusals = 0
+    while (off < batchUsed) {
+      val limit = if (refusals > 2) Long.MaxValue else math.max(0L, taskMemory.synchronized(getUsed) - buffersHeld)
+      val from = off
+      off += call(() => NativeSpill.sortAdd(handle, batch, from, batchUsed - from, limit, state))
+      if (off < batchUsed) {
+        if (off > from) refusals = 0
+        if (!grantForRecords(state(MemoryNeeded) + buffersHeld)) {
+          refusals += 1
+          if (refusals == 2) spillAndRelease(refill = false)
+        }
+      }
     }
   }
 
-  // The sort spills itself at its budget, so it will hold at most the budget, or the batch alone;
-  // the session's buffers come on top.
-  private def target(growth: Long): Long =
-    math.min(memoryUsed + growth, math.max(memoryBudget, growth)) + buffersHeld
+  /** grantAtLeast, for the sort's records: see growing. */
+  private def grantForRecords(bytes: Long): Boolean = taskMemory.synchronized {
+    growing = true
+    spilledWhileGrowing = false
+    try grantAtLeast(bytes)
+    finally growing = false
+  }
 
   /** Acquires what is missing for a grant of `bytes`; whether Spark granted it all. */
   private def grantAtLeast(bytes: Long): Boolean = taskMemory.synchronized {
@@ -330,15 +360,22 @@ private[spillway] final class NativeSortSession private (
     getUsed >= bytes
   }
 
-  /** Brings the grant to what the sort holds: gives back the excess, or acquires and else spills. */
-  private def reconcileGrant(): Unit = {
-    reportSpills(stats)
+  /**
+   * Brings the grant to what the sort holds: gives back the excess, or acquires and else spills.
+   * `now` is the sort's counters, read afresh unless the caller just had them.
+   */
+  private def reconcileGrant(now: NativeSort.Stats = stats): Unit = {
+    reportSpills(now)
     val short = taskMemory.synchronized {
       val held = memoryHeld
       val granted = getUsed
-      if (held < granted) freeMemory(granted - held)
-      else if (held > granted) acquireMemory(held - granted)
-      memoryHeld > getUsed
+      if (held < granted) {
+        freeMemory(granted - held)
+        false
+      } else if (held > granted) {
+        acquireMemory(held - granted)
+        memoryHeld > getUsed // Spark, short, may have spilled the sort
+      } else false
     }
     if (short) spillAndRelease(refill = false)
   }
@@ -409,6 +446,9 @@ private[spillway] object NativeSortSession {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[NativeSortSession])
 
   private val FirstBatchBytes = 64 << 10
+
+  // Where sortAdd's state says what the next record needs granted.
+  private lazy val MemoryNeeded = NativeSpill.sortStatsIndex("memoryNeeded")
 
   /**
    * Bytes of the input and output batches of a sort of `budget` bytes: large enough to make the

@@ -23,11 +23,11 @@ object HeapWriteChild {
     while (i < Size) { buf.put(i, (i >>> 12).toByte); i += 4096 } // touched, and not all zeros
     // Every code path once while memory is plentiful, so the limit meets only the large copies.
     NativeSpill.write(file, ByteBuffer.allocate(2 << 20), 0, 2 << 20)
-    NativeSpill.sortAdd(sort, ByteBuffer.allocate(8), 0, 8)
+    NativeSpill.sortAdd(sort, ByteBuffer.allocate(8), 0, 8, Long.MaxValue, null)
     println("READY")
     new BufferedReader(new InputStreamReader(System.in)).readLine()
     report("write") { NativeSpill.write(file, buf, 0, Size); s"wrote $Size" }
-    report("sortAdd") { NativeSpill.sortAdd(sort, buf, 0, Size); "added" }
+    report("sortAdd") { NativeSpill.sortAdd(sort, buf, 0, Size, Long.MaxValue, null); "added" }
     NativeSpill.releasePlan(plan)
     println("released")
   }

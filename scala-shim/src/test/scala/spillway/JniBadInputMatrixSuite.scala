@@ -59,7 +59,7 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     f = NativeSpill.createTmpFile(p)
     NativeSpill.write(f, ByteBuffer.wrap(fBytes), 0, fBytes.length)
     s = NativeSpill.createSort(p, 1 << 20)
-    NativeSpill.sortAdd(s, direct(record), 0, record.length)
+    NativeSpill.sortAdd(s, direct(record), 0, record.length, Long.MaxValue, null)
     q = NativeSpill.createPlan(Array(root.toString), GiB)
     g = NativeSpill.createTmpFile(q)
     NativeSpill.write(g, ByteBuffer.wrap(gBytes), 0, gBytes.length)
@@ -120,11 +120,10 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     ("write", FileKind, h => NativeSpill.write(h, direct(fBytes), 0, 10)),
     ("releaseTmpFile", FileKind, h => NativeSpill.releaseTmpFile(h)),
     ("releaseSpillFile", FileKind, h => NativeSpill.releaseSpillFile(h)),
-    ("sortAdd", SortKind, h => NativeSpill.sortAdd(h, direct(record), 0, record.length)),
+    ("sortAdd", SortKind, h => NativeSpill.sortAdd(h, direct(record), 0, record.length, Long.MaxValue, null)),
     ("sortSpill", SortKind, h => NativeSpill.sortSpill(h, false)),
     ("sortSpill(refill)", SortKind, h => NativeSpill.sortSpill(h, true)),
     ("sortMemoryUsed", SortKind, h => NativeSpill.sortMemoryUsed(h)),
-    ("sortAddGrowthBound", SortKind, h => NativeSpill.sortAddGrowthBound(h, record.length, 1)),
     ("sortNext", SortKind, h => NativeSpill.sortNext(h, ByteBuffer.allocateDirect(256), 0, 256)),
     ("sortStats", SortKind, h => NativeSpill.sortStats(h, new Array[Long](5))),
     ("releaseSort", SortKind, h => NativeSpill.releaseSort(h)),
@@ -394,12 +393,18 @@ class JniBadInputMatrixSuite extends AnyFunSuite with BeforeAndAfterEach with Be
     }
   }
 
-  test("sortAdd: null buffer, negative and out-of-range offset and length; the sort is unchanged") {
+  test("sortAdd: null buffer, negative and out-of-range offset and length, a negative limit, a short state; the sort is unchanged") {
     val buf = direct(record)
-    illegalArgument("sortAdd(null)")(NativeSpill.sortAdd(s, null, 0, record.length))
+    illegalArgument("sortAdd(null)")(NativeSpill.sortAdd(s, null, 0, record.length, Long.MaxValue, null))
     for ((off, len) <- Seq(-1 -> record.length, 0 -> -1, 0 -> (record.length + 1), record.length -> 1,
         (record.length + 1) -> 0, Int.MaxValue -> 1, 1 -> Int.MaxValue, Int.MinValue -> 0)) {
-      illegalArgument(s"sortAdd($off, $len)")(NativeSpill.sortAdd(s, buf, off, len))
+      illegalArgument(s"sortAdd($off, $len)")(NativeSpill.sortAdd(s, buf, off, len, Long.MaxValue, null))
+    }
+    for (limit <- Seq(-1L, Long.MinValue)) {
+      illegalArgument(s"sortAdd(limit $limit)")(NativeSpill.sortAdd(s, buf, 0, record.length, limit, null))
+    }
+    for (state <- Seq(new Array[Long](0), new Array[Long](4))) {
+      illegalArgument(s"sortAdd(state of ${state.length})")(NativeSpill.sortAdd(s, buf, 0, record.length, Long.MaxValue, state))
     }
   }
 

@@ -64,11 +64,11 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
   private def assertRefusedAndStillUsable(bad: Array[Byte]): Unit = {
     val sort = NativeSpill.createSort(plan, 1 << 20)
     try {
-      NativeSpill.sortAdd(sort, direct(batch(b("k2") -> b("v2"))), 0, batch(b("k2") -> b("v2")).length)
-      val e = intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, direct(bad), 0, bad.length))
+      NativeSpill.sortAdd(sort, direct(batch(b("k2") -> b("v2"))), 0, batch(b("k2") -> b("v2")).length, Long.MaxValue, null)
+      val e = intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, direct(bad), 0, bad.length, Long.MaxValue, null))
       assert(e.getMessage.contains("malformed batch"), e.getMessage)
       val good = batch(b("k1") -> b("v1"), b("") -> b(""))
-      NativeSpill.sortAdd(sort, direct(good), 0, good.length)
+      NativeSpill.sortAdd(sort, direct(good), 0, good.length, Long.MaxValue, null)
       assert(readAll(sort) == Seq(b("") -> b(""), b("k1") -> b("v1"), b("k2") -> b("v2")).map { case (k, v) => (k.toSeq, v.toSeq) })
       val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
       NativeSpill.sortStats(sort, stats)
@@ -100,13 +100,13 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     try {
       val good = batch(b("k") -> b("v"))
       val buf = direct(good)
-      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 0, good.length + 1))
-      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, -1, good.length))
-      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 1, -1))
-      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, null, 0, 0))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 0, good.length + 1, Long.MaxValue, null))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, -1, good.length, Long.MaxValue, null))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, buf, 1, -1, Long.MaxValue, null))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, null, 0, 0, Long.MaxValue, null))
       // Heap buffers go in as well (offset honoured); only the output must be direct.
       val heap = ByteBuffer.wrap(Array[Byte](9, 9) ++ good)
-      NativeSpill.sortAdd(sort, heap, 2, good.length)
+      NativeSpill.sortAdd(sort, heap, 2, good.length, Long.MaxValue, null)
       intercept[IllegalArgumentException](NativeSpill.sortNext(sort, ByteBuffer.allocate(64), 0, 64))
       assert(readAll(sort) == Seq((b("k").toSeq, b("v").toSeq)))
     } finally NativeSpill.releaseSort(sort)
@@ -120,7 +120,7 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
         Array[Byte](0, 0) -> b("0000"), Array[Byte](0x7f) -> b("7f"), Array[Byte](-128) -> b("80"),
         Array[Byte](0) -> b("00 again"))
       val encoded = batch(records: _*)
-      NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+      NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length, Long.MaxValue, null)
       val tiny = ByteBuffer.allocateDirect(8)
       assert(NativeSpill.sortNext(sort, tiny, 0, 8) == -(8 + 0 + "empty".length))
       assert(readAll(sort, bufferBytes = 8).map(_._2.map(_.toChar).mkString) ==
@@ -128,20 +128,37 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
     } finally NativeSpill.releaseSort(sort)
   }
 
-  test("sortAddGrowthBound bounds what an add adds to sortMemoryUsed; a negative size is refused") {
+  test("sortAdd takes no record past its limit and says what the next needs; a negative limit or a short state is refused") {
     val sort = NativeSpill.createSort(plan, 64L << 20)
     try {
+      val state = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
+      val needed = NativeSpill.sortStatsIndex("memoryNeeded")
+      var added = 0
       for (round <- 1 to 3) {
-        val records = Seq.tabulate(1000 * round)(i => b(f"key$i%08d") -> Array.fill[Byte](round * 7)(1))
+        val records = Seq.tabulate(1000 * round)(i => b(f"key$i%08d-$round") -> Array.fill[Byte](round * 7)(1))
         val encoded = batch(records: _*)
-        val bound = NativeSpill.sortAddGrowthBound(sort, encoded.length, records.size)
-        val before = NativeSpill.sortMemoryUsed(sort)
-        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
-        val grew = NativeSpill.sortMemoryUsed(sort) - before
-        assert(grew > 0 && grew <= bound, s"round $round: grew $grew bytes, bound $bound")
+        val buf = direct(encoded)
+        // As the session does: grant what the sort holds, then what it says the next record needs.
+        var limit = NativeSpill.sortMemoryUsed(sort)
+        var (off, stops) = (0, 0)
+        while (off < encoded.length) {
+          off += NativeSpill.sortAdd(sort, buf, off, encoded.length - off, limit, state)
+          assert(NativeSpill.sortMemoryUsed(sort) <= limit, s"round $round: past the limit $limit")
+          assert(state(NativeSpill.sortStatsIndex("memoryUsed")) == NativeSpill.sortMemoryUsed(sort))
+          if (off < encoded.length) {
+            assert(state(needed) > limit, s"round $round: stopped short, the next record needs more")
+            limit = state(needed)
+            stops += 1
+          } else assert(state(needed) == 0)
+        }
+        assert(stops > 0, s"round $round: the first record needed more than the sort held")
+        added += records.size
+        assert(state(NativeSpill.sortStatsIndex("records")) == added)
       }
-      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, -1, 1))
-      intercept[IllegalArgumentException](NativeSpill.sortAddGrowthBound(sort, 1, -1))
+      val one = batch(b("k") -> b("v"))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, direct(one), 0, one.length, -1, null))
+      intercept[IllegalArgumentException](NativeSpill.sortAdd(sort, direct(one), 0, one.length, Long.MaxValue, new Array[Long](2)))
+      assert(readAll(sort).size == added, "the refused calls added nothing")
     } finally NativeSpill.releaseSort(sort)
   }
 
@@ -152,32 +169,31 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
       val recordBytes = SortBatch.recordBytes(b("key00000000"), value)
       def add(from: Int, n: Int): Unit = {
         val encoded = batch(Seq.tabulate(n)(i => b(f"key${(from + i) * 7919 % 100003}%08d") -> value): _*)
-        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+        NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length, Long.MaxValue, null)
       }
       def written: Long = {
         val stats = new Array[Long](NativeSpill.SORT_STATS_LENGTH)
         NativeSpill.sortStats(sort, stats)
         stats(NativeSpill.sortStatsIndex("spilledLogicalBytes")) / recordBytes
       }
-      // The buffers of the writer a spill of the records takes, reserved with the first record.
-      val writer = NativeSpill.sortAddGrowthBound(sort, 0, 0)
-      assert(writer > 0)
       add(0, 20000)
-      val arena = NativeSpill.sortMemoryUsed(sort) - 20000L * 16 - writer
+      val used = NativeSpill.sortMemoryUsed(sort)
       // The first spill writes the older half of the records (their oldest chunks) and frees their
       // index alone: the writer's reservation stays with the records still held.
       val freed = NativeSpill.sortSpill(sort, true)
       val half = written
       assert(half > 5000 && half < 15000, s"about half the records written: $half")
       assert(freed == half * 16, "only the index of the records written is freed")
-      assert(NativeSpill.sortMemoryUsed(sort) == arena + (20000 - half) * 16 + writer, "the arena is kept, counted")
-      val next = batch(Seq.tabulate(10000)(i => b(f"key$i%08d") -> value): _*)
-      assert(NativeSpill.sortAddGrowthBound(sort, next.length, 10000) == 10000L * 16,
+      assert(NativeSpill.sortMemoryUsed(sort) == used - half * 16, "the arena is kept, counted")
+      val next = batch(Seq.tabulate(10000)(i => b(f"key${20000 + i}%08d") -> value): _*)
+      val limit = NativeSpill.sortMemoryUsed(sort) + 10000L * 16
+      assert(NativeSpill.sortAdd(sort, direct(next), 0, next.length, limit, null) == next.length,
         "the next batch needs only its index: the chunks kept have room for it")
-      add(20000, 10000)
-      assert(NativeSpill.sortMemoryUsed(sort) == arena + (30000 - half) * 16 + writer)
-      while (NativeSpill.sortMemoryUsed(sort) > arena) NativeSpill.sortSpill(sort, true) // the second half, then all
+      assert(NativeSpill.sortMemoryUsed(sort) == used + (10000 - half) * 16)
+      for (_ <- 1 to 10 if written < 30000) NativeSpill.sortSpill(sort, true) // the second half, then all
       assert(written == 30000)
+      val arena = NativeSpill.sortMemoryUsed(sort) // no records held: the chunks kept alone
+      assert(arena > 0 && arena < used - 20000L * 16, "the writer's reservation went with the records")
       assert(NativeSpill.sortSpill(sort, true) == arena, "nothing in memory: the arena goes")
       assert(NativeSpill.sortMemoryUsed(sort) == 0)
       val out = readAll(sort).map(_._1.map(_.toChar).mkString)
@@ -188,11 +204,11 @@ class NativeSortContractSuite extends AnyFunSuite with BeforeAndAfterEach {
   test("adding after the first sortNext is an IllegalStateException; a released sort refuses every call") {
     val sort = NativeSpill.createSort(plan, 1 << 20)
     val encoded = batch(b("k") -> b("v"))
-    NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length)
+    NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length, Long.MaxValue, null)
     assert(readAll(sort).size == 1)
-    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length))
+    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length, Long.MaxValue, null))
     NativeSpill.releaseSort(sort)
-    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length))
+    intercept[IllegalStateException](NativeSpill.sortAdd(sort, direct(encoded), 0, encoded.length, Long.MaxValue, null))
     intercept[IllegalStateException](NativeSpill.sortNext(sort, ByteBuffer.allocateDirect(64), 0, 64))
     intercept[IllegalStateException](NativeSpill.sortSpill(sort, false))
     intercept[IllegalStateException](NativeSpill.sortSpill(sort, true))

@@ -141,14 +141,14 @@ object SparkSoak {
     val value = new Array[Byte](24)
     for (_ <- 0 until records) {
       if (batch.remaining < 8 + key.length + value.length) {
-        NativeSpill.sortAdd(sort, batch, 0, batch.position())
+        NativeSpill.sortAdd(sort, batch, 0, batch.position(), Long.MaxValue, null)
         batch.clear()
         stopIfKilled(ctx)
       }
       rnd.nextBytes(key)
       SortBatch.put(batch, key, value)
     }
-    NativeSpill.sortAdd(sort, batch, 0, batch.position())
+    NativeSpill.sortAdd(sort, batch, 0, batch.position(), Long.MaxValue, null)
     val out = ByteBuffer.allocateDirect(64 * 1024).order(ByteOrder.LITTLE_ENDIAN)
     var previous: Array[Byte] = null
     var seen = 0

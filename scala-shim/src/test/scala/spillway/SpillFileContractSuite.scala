@@ -181,7 +181,7 @@ class SpillFileContractSuite extends AnyFunSuite with BeforeAndAfterEach {
           val key = f"${rnd.nextInt(100000)}%08d".getBytes(StandardCharsets.US_ASCII)
           SortBatch.put(batch, key, ("v" * 40).getBytes(StandardCharsets.US_ASCII))
         }
-        NativeSpill.sortAdd(sort, batch, 0, batch.position())
+        NativeSpill.sortAdd(sort, batch, 0, batch.position(), Long.MaxValue, null)
       }
       val out = ByteBuffer.allocateDirect(1 << 16)
       while (NativeSpill.sortNext(sort, out, 0, out.capacity()) > 0) {}
