@@ -324,7 +324,8 @@ public final class NativeSpill {
    * for it (Spark's task memory; {@code Long.MAX_VALUE} for none). It returns the bytes taken,
    * whole records: all of them, or those before the first record that would take the sort's memory
    * past {@code limit}; {@code state} then says, as {@code memoryNeeded}, what the sort needs
-   * granted to take that record, and the caller, granted it, calls again with the rest. So the
+   * granted to take the rest of the batch (as far as its budget, and at least that record), and
+   * the caller, granted it, calls again with the rest. So the
    * sort never holds more than it was granted, and the caller need foresee nothing. The buffer may
    * be reused afterwards. A malformed batch is an {@link IllegalArgumentException} that adds
    * nothing. If holding a record would pass the memory budget, a sorted run is spilled first,
