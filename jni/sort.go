@@ -20,7 +20,7 @@ func Java_spillway_NativeSpill_createSort(env *C.JNIEnv, _ C.jclass, planHandle,
 
 // sortAdd returns the bytes of the batch taken: all of it, or the whole records before the first
 // that would take the sort's memory past limit; state, if not null, gets the sort's stats after
-// the add (memoryNeeded: what to grant for the next record).
+// the add (memoryNeeded: what to grant for the rest of the batch).
 //
 //export Java_spillway_NativeSpill_sortAdd
 func Java_spillway_NativeSpill_sortAdd(env *C.JNIEnv, _ C.jclass, sortHandle C.jlong, batch C.jobject, offset, length C.jint,

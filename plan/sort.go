@@ -114,7 +114,8 @@ type SortStats struct {
 	extsort.Stats
 	MemoryUsed int64
 	// MemoryNeeded, after a SortAdd that stopped short of its batch at its limit, is the memory
-	// the sort needs granted to take the next record; otherwise 0.
+	// the sort needs granted to take the rest of the batch (see extsort.Sorter.AddWithin);
+	// otherwise 0.
 	MemoryNeeded int64
 }
 
