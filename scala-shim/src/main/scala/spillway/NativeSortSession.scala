@@ -201,6 +201,7 @@ private[spillway] final class NativeSortSession private (
       try {
         plan.ifOpen { () =>
           lastStats = NativeSort.Stats.read(handle) // the final counters
+          if (lastStats.runs > 0) ExecutorReports.observeBytesInUse() // its runs are still on disk
           NativeSpill.releaseSort(handle)
         }
       } catch {
@@ -208,6 +209,7 @@ private[spillway] final class NativeSortSession private (
         case e: IOException =>
           log.warn(s"Spillway could not remove every run file of a sort in task ${task.taskAttemptId()}", e)
       } finally {
+        plan.spills.sortSpilled(lastStats.runs, lastStats.spilledLogicalBytes, lastStats.spilledBytes)
         reportSpills(lastStats)
         taskMemory.synchronized(if (getUsed > 0) freeMemory(getUsed))
         reportSqlMetrics()

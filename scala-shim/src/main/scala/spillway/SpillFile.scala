@@ -6,6 +6,8 @@ import java.nio.channels.{ClosedChannelException, WritableByteChannel}
 import java.util.Objects
 import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 
+import scala.util.control.NonFatal
+
 /**
  * A spill file of a [[SpillPlan]], in the executor's spill format: what is written is cut into
  * chunks, compressed (`spark.spillway.compression.codec`) and, with `spark.io.encryption.enabled`,
@@ -18,6 +20,7 @@ import java.util.concurrent.atomic.{AtomicBoolean, AtomicLong}
 final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path: String) {
   private val released = new AtomicBoolean(false)
   private val written = new AtomicLong
+  private val diskCounted = new AtomicBoolean(false)
 
   /** Bytes written to this file: its logical size, before compression and framing. */
   def bytesWritten: Long = written.get
@@ -43,7 +46,13 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
   def finishWrite(): Unit = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
     NativeSpill.finishWrite(handle)
+    countOnDisk()
   }
+
+  // The plan's PlanSpills gets the file's size on disk once: when it is first finished, or at its
+  // release if it never was.
+  private def countOnDisk(): Unit =
+    if (diskCounted.compareAndSet(false, true)) plan.spills.fileOnDisk(bytesOnDisk)
 
   /**
    * Appends `length` bytes of `buf` from the absolute index `offset` (the buffer's position is
@@ -54,6 +63,7 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
     NativeSpill.write(handle, buf, offset, length) // all or nothing: it returns length or throws
     written.addAndGet(length)
+    plan.spills.fileWritten(length)
   }
 
   /**
@@ -82,6 +92,7 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
   def inputStream(): InputStream = plan.withOpenPlan { () =>
     if (released.get) throw new IllegalStateException(s"spill file $path is released")
     NativeSpill.finishWrite(handle)
+    countOnDisk()
     new FramedInputStream(plan, NativeSpill.openReader(handle), path)
   }
 
@@ -91,7 +102,10 @@ final class SpillFile private[spillway] (plan: SpillPlan, handle: Long, val path
    */
   def release(): Unit = {
     plan.ifOpen { () =>
-      if (released.compareAndSet(false, true)) NativeSpill.releaseSpillFile(handle)
+      if (released.compareAndSet(false, true)) {
+        try countOnDisk() catch { case NonFatal(_) => } // a report's figure; the release matters
+        NativeSpill.releaseSpillFile(handle)
+      }
     }
   }
 

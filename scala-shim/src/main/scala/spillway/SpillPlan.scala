@@ -21,6 +21,9 @@ final class SpillPlan private (
     extends AutoCloseable {
   private val closed = new AtomicBoolean(false)
 
+  /** What this plan spilled so far, for the task's spill report. */
+  private[spillway] val spills: PlanSpills = new PlanSpills
+
   /**
    * Creates a spill file in the executor's spill format: what is written to it is compressed
    * (`spark.spillway.compression.codec`) and, when `spark.io.encryption.enabled`, encrypted by the
@@ -45,6 +48,7 @@ final class SpillPlan private (
           catch { case NonFatal(e) => t.addSuppressed(e) }
           throw t
       }
+    spills.fileMade(PlanSpills.localDirOf(path))
     new SpillFile(this, file, path)
   }
 

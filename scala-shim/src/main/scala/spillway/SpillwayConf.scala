@@ -355,6 +355,13 @@ object SpillwayConf {
     .switch
     .withDefault("false")
 
+  val UiUpdateInterval: Setting[Long] = setting("spark.spillway.ui.updateInterval", Scope.Executor)
+    .doc("""With the plugin: how often each executor sends its state (local dirs and their free space, bytes in live
+      spill files and their peak, the library's counters) to the driver, which posts it to the event log and the
+      Spillway tab when it changed; once more when the executor stops. `0` sends it at the stop only.""")
+    .time("a time such as 10s, 1min or 500ms, or 0 for the update at executor stop only")
+    .withDefault("10s")
+
   // ---- The Spark keys Spillway follows: executor-wide, read once per executor (SparkEnv). ----
 
   val ShuffleSpillCompress: Setting[Boolean] = sparkKey("spark.shuffle.spill.compress", checked = false)

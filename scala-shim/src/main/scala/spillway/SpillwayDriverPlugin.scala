@@ -10,6 +10,7 @@ import scala.util.control.NonFatal
 import org.apache.spark.SparkContext
 import org.apache.spark.api.plugin.{DriverPlugin, PluginContext}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobStart}
+import org.apache.spark.spillway.SparkInternals
 
 /** Sent by an executor's plugin to the driver's when Spillway cannot start on that executor. */
 final case class SpillwayExecutorFailed(executorId: String, host: String, message: String)
@@ -25,6 +26,9 @@ final case class SpillwayExecutorFailed(executorId: String, host: String, messag
  * same on every cluster manager. The SparkContext is not stopped under the program's feet: a job
  * submitted after a stop would fail with an unrelated error, not the message. One report suffices:
  * every executor of an application gets the same jar and options.
+ *
+ * It also posts Spillway's events ([[SpillwayEvent]]) from the executors' reports and the SQL
+ * queries' plans.
  */
 class SpillwayDriverPlugin extends DriverPlugin {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
@@ -44,13 +48,35 @@ class SpillwayDriverPlugin extends DriverPlugin {
           SpillwayConf.unknownKeyWarningsOnce(p.stringPropertyNames.asScala).foreach(w => log.warn(s"Spillway: $w"))
         }
     })
+    startEvents(sc)
     java.util.Collections.emptyMap()
+  }
+
+  // Spillway's events (SpillwayEvents.scala): the executors' reports summed per stage, the SQL
+  // queries' sorts.
+  @volatile private var stageSums: StageSpillSums = _
+  // The last update posted per executor: one per executor of the application.
+  private val lastUpdates = new java.util.concurrent.ConcurrentHashMap[String, SpillwayExecutorUpdate]()
+
+  private def startEvents(sc: SparkContext): Unit = {
+    val post: SpillwayEvent => Unit = e => SparkInternals.postEvent(sc, e)
+    stageSums = new StageSpillSums(post)
+    sc.addSparkListener(stageSums)
+    sc.addSparkListener(new spillway.sql.SqlSortReports(post))
   }
 
   override def receive(message: AnyRef): AnyRef = message match {
     case f: SpillwayExecutorFailed =>
       if (failed.compareAndSet(false, true)) endApplication(f)
       java.lang.Boolean.TRUE
+    // One-way messages (PluginContext.send): no reply, which Spark would log as unexpected.
+    case TaskSpillReport(spills) =>
+      Option(stageSums).foreach(_.add(spills))
+      null
+    case u: SpillwayExecutorUpdate =>
+      val last = lastUpdates.put(u.executorId, u)
+      if (last == null || u.atStop || u.differsFrom(last)) SparkInternals.postEvent(sc, u)
+      null
     case other => throw new IllegalArgumentException(s"unexpected message to the Spillway driver plugin: $other")
   }
 

@@ -19,7 +19,8 @@ final case class SpillwayStartup(
 /**
  * The executor component of [[SpillwayPlugin]]: at start it loads the library (or reports to the
  * driver why it cannot, and fails the executor), sweeps orphaned plan dirs ([[OrphanSweep]]) and
- * registers the metrics ([[SpillwayMetrics]]); at shutdown it logs the counters.
+ * registers the metrics ([[SpillwayMetrics]]) and starts its reports to the driver
+ * ([[ExecutorReports]]); at shutdown it sends the last report and logs the counters.
  */
 class SpillwayExecutorPlugin extends ExecutorPlugin {
   import SpillwayExecutorPlugin.ReportTimeoutSeconds
@@ -48,6 +49,7 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     val failures = listFailures ++ sweepFailures
     started = Some(SpillwayStartup(NativeLoader.loadedFrom(), dirs, removed, failures))
     SpillwayMetrics.register(ctx.metricRegistry())
+    ExecutorReports.start(ctx, removed, SpillwayConf.UiUpdateInterval.in(SparkEnv.get.conf))
     // One line, always at INFO: operators (and project/cluster-test.sh) look for it in executor logs.
     log.info(s"Spillway: libspillway ${NativeLoader.platform()} loaded from ${NativeLoader.loadedFrom()} " +
       s"on executor ${ctx.executorID()}; swept $removed orphaned plan dir(s) in ${dirs.size} block manager dir(s) " +
@@ -83,8 +85,10 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     }
 
   override def shutdown(): Unit =
-    try log.info(s"Spillway: executor stopping; ${NativeStats.read()}")
-    catch {
+    try {
+      ExecutorReports.stop()
+      log.info(s"Spillway: executor stopping; ${NativeStats.read()}")
+    } catch {
       case NonFatal(e) => log.warn("Spillway: could not read the native counters at shutdown", e)
     }
 }

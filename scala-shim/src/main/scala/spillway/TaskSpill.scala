@@ -86,7 +86,10 @@ object TaskSpill {
   // The plan leaves `plans` only once closed, so `activePlans` never counts a plan as gone while its
   // dir is still being removed.
   private def release(task: TaskContext, plan: SpillPlan): Unit =
-    try plan.close()
+    try {
+      ExecutorReports.taskSpilled(task, plan)
+      plan.close()
+    }
     catch {
       case e: java.io.IOException => // counted by the library's filesystemErrors
         log.warn(s"Spillway could not remove everything of task ${task.taskAttemptId()}'s spill plan", e)

@@ -1,8 +1,9 @@
 package org.apache.spark.spillway
 
-import org.apache.spark.{SparkEnv, TaskContext}
+import org.apache.spark.{SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.internal.config
 import org.apache.spark.memory.{MemoryMode, TaskMemoryManager, UnifiedMemoryManager}
+import org.apache.spark.scheduler.SparkListenerEvent
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -52,4 +53,10 @@ object SparkInternals {
       .createWithDefault(default)
     ()
   }
+
+  /**
+   * Posts `event` to the application's listener bus, as Spark's own components post theirs: it
+   * reaches the event log (and so the History Server) and every listener, the live UI's included.
+   */
+  def postEvent(sc: SparkContext, event: SparkListenerEvent): Unit = sc.listenerBus.post(event)
 }

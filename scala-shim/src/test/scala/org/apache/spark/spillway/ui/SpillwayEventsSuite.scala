@@ -1,0 +1,139 @@
+package org.apache.spark.spillway.ui
+
+import java.nio.file.Files
+import java.util.concurrent.ConcurrentLinkedQueue
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.spark.SparkEnv
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerTaskEnd}
+import org.apache.spark.spillway.ListenerBusProbe
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.util.JsonProtocol
+import org.scalatest.BeforeAndAfterAll
+import org.scalatest.concurrent.Eventually._
+import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.SpanSugar._
+
+import spillway._
+
+/**
+ * Spillway's events on real Spark (local mode, the plugin and the SQL extension on, the real
+ * library): what they say against Spark's own task metrics and the sort rule's fallbacks, that
+ * they read back from the event log's JSON as they were written, and the tab's store and view
+ * built from them, bounded. Run on every Spark line (LINE_SUITES).
+ */
+class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val base = Files.createTempDirectory("spillway-events-")
+  private var spark: SparkSession = _
+  private val events = new ConcurrentLinkedQueue[SparkListenerEvent]()
+  private val taskDiskSpilled = new ConcurrentLinkedQueue[(Int, Long)]() // (stage, bytes) per task
+
+  override def beforeAll(): Unit = {
+    super.beforeAll()
+    spark = SparkSession.builder().master("local[2]").appName("SpillwayEventsSuite")
+      .config("spark.plugins", "spillway.SpillwayPlugin")
+      .config("spark.sql.extensions", "spillway.SpillwayExtensions")
+      .config("spark.spillway.sort.memoryBudget", "1m")
+      .config("spark.spillway.ui.updateInterval", "200ms")
+      .config("spark.sql.shuffle.partitions", "2")
+      .config("spark.local.dir", Files.createDirectory(base.resolve("local")).toString)
+      .config("spark.ui.enabled", "false")
+      .getOrCreate()
+    spark.sparkContext.addSparkListener(new SparkListener {
+      override def onOtherEvent(e: SparkListenerEvent): Unit = e match {
+        case s: SpillwayEvent => events.add(s)
+        case _ =>
+      }
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+        Option(end.taskMetrics).foreach(m => taskDiskSpilled.add(end.stageId -> m.diskBytesSpilled))
+    })
+  }
+
+  override def afterAll(): Unit =
+    try if (spark != null) spark.stop()
+    finally {
+      TestFiles.deleteRecursively(base)
+      super.afterAll()
+    }
+
+  private def posted[T <: SpillwayEvent](klass: Class[T]): Seq[T] =
+    events.asScala.toSeq.collect { case e if klass.isInstance(e) => klass.cast(e) }
+
+  test("a spilling SQL sort posts its stage's spills, as Spark's task metrics count them, once per stage and executor") {
+    events.clear()
+    taskDiskSpilled.clear()
+    val sc = spark.sparkContext
+    sc.setJobDescription("spilling")
+    spark.range(0, 200000, 1, 2).selectExpr("id", "cast(rand(3) * 1e12 as bigint) as k", "repeat('x', 40) as pad")
+      .orderBy("k").write.format("noop").mode("overwrite").save()
+    sc.setJobDescription(null)
+    ListenerBusProbe.drain(sc)
+    val stages = posted(classOf[SpillwayStageSpills])
+    val spilledStages = taskDiskSpilled.asScala.groupBy(_._1).map { case (s, ts) => s -> ts.map(_._2).sum }.filter(_._2 > 0)
+    assert(spilledStages.nonEmpty, "the sort did not spill by Spark's metrics")
+    assert(stages.map(s => s.stageId -> s.diskBytes).toMap === spilledStages)
+    assert(stages.map(s => (s.stageId, s.stageAttemptId, s.executorId)).distinct.size === stages.size)
+    stages.foreach { s =>
+      assert(s.executorId === "driver")
+      assert(s.plans >= 1 && s.sortRuns >= 1 && s.logicalBytes > 0 && s.files === 0, s)
+      assert(s.sqlExecutionId >= 0, s)
+    }
+    val sorts = posted(classOf[SpillwaySqlSorts])
+    assert(sorts.map(_.executionId).distinct === stages.map(_.sqlExecutionId).distinct)
+    assert(sorts.head.nativeSorts >= 1 && sorts.head.fallbacks.isEmpty)
+  }
+
+  test("a sort left to Spark posts its keys and reason, as the rule lists them; a plan that never spills posts nothing") {
+    events.clear()
+    val df = spark.range(0, 100).selectExpr("id", "array(id, id % 3) as arr").orderBy("arr")
+    df.write.format("noop").mode("overwrite").save()
+    ListenerBusProbe.drain(spark.sparkContext)
+    val sorts = posted(classOf[SpillwaySqlSorts])
+    assert(sorts.size === 1)
+    assert(sorts.head.fallbacks.map(f => spillway.sql.SpillwaySortRule.describe(f.keys, f.reason)) ===
+      spillway.sql.SpillwaySortRule.fallbacksOf(df).toSeq)
+    assert(posted(classOf[SpillwayStageSpills]).isEmpty)
+  }
+
+  test("a spill file made through TaskSpill names its local dir and counts its bytes") {
+    events.clear()
+    spark.sparkContext.parallelize(1 to 2, 2).foreach { _ =>
+      val file = TaskSpill.plan().createSpillFile()
+      val out = file.outputStream()
+      out.write(new Array[Byte](100000))
+      out.close()
+    }
+    ListenerBusProbe.drain(spark.sparkContext)
+    val stages = posted(classOf[SpillwayStageSpills])
+    assert(stages.size === 1)
+    val s = stages.head
+    assert(s.plans === 2 && s.files === 2 && s.sortRuns === 0 && s.logicalBytes === 200000 && s.diskBytes > 0)
+    assert(s.sqlExecutionId === -1)
+    assert(s.localDirs.nonEmpty && s.localDirs.forall(SparkEnv.get.blockManager.getLocalDiskDirs.contains), s.localDirs)
+  }
+
+  test("the executor posts its state: local dirs, limits, counters") {
+    val u = eventually(timeout(60.seconds), interval(100.millis)) {
+      val us = posted(classOf[SpillwayExecutorUpdate])
+      assert(us.nonEmpty)
+      us.last
+    }
+    assert(u.executorId === "driver")
+    assert(u.localDirs.map(_.path) === SparkEnv.get.blockManager.getLocalDiskDirs.toSeq)
+    assert(u.localDirs.forall(d => d.totalBytes > 0 && d.freeBytes > 0 && !d.full))
+    assert(u.planLimit === SpillwayConf.MaxTempDirectorySize.defaultValue && u.executorLimit === Long.MaxValue)
+  }
+
+  test("every event reads back from the event log's JSON as it was written") {
+    val all = Seq(
+      SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a", "/b")),
+      SpillwayStageSpills(3, 0, "7", -1L, 1, 0, 0, 0, 0, Nil),
+      SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0)), 100,
+        Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+      SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a ASC NULLS FIRST", "key a: nested type array<int>"))))
+    all.foreach { e =>
+      assert(JsonProtocol.sparkEventFromJson(JsonProtocol.sparkEventToJsonString(e)) === e)
+    }
+  }
+}
