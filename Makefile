@@ -165,8 +165,8 @@ datafusion-jni:
 # build/libspillway.so (Spark in local mode included), then on every other line the suites of what
 # differs between lines (LINE_SUITES: the jar check, the TaskSpill lifecycle, the plugin and its
 # confs, the SQL sort, its key types and where its fallbacks show: explain providers from 4.0 on),
-# each line compiled once, against its own Spark; and Spillway's listener events (SpillwayEventsSuite:
-# what of Spark's event log they use differs by line).
+# each line compiled once, against its own Spark; and Spillway's listener events, the Spillway tab's
+# store and its content (SpillwayEventsSuite: what of Spark's UI and event log it uses differs by line).
 # XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM under
 # -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
 LINE_SUITES := spillway.SparkLineSuite spillway.TaskSpillSuite spillway.SpillwayPluginSuite \

@@ -28,7 +28,7 @@ final case class SpillwayExecutorFailed(executorId: String, host: String, messag
  * every executor of an application gets the same jar and options.
  *
  * It also posts Spillway's events ([[SpillwayEvent]]) from the executors' reports and the SQL
- * queries' plans.
+ * queries' plans, and adds the Spillway tab to the live UI.
  */
 class SpillwayDriverPlugin extends DriverPlugin {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
@@ -53,7 +53,7 @@ class SpillwayDriverPlugin extends DriverPlugin {
   }
 
   // Spillway's events (SpillwayEvents.scala): the executors' reports summed per stage, the SQL
-  // queries' sorts.
+  // queries' sorts, and the Spillway tab of the live UI that shows them.
   @volatile private var stageSums: StageSpillSums = _
   // The last update posted per executor: one per executor of the application.
   private val lastUpdates = new java.util.concurrent.ConcurrentHashMap[String, SpillwayExecutorUpdate]()
@@ -63,6 +63,7 @@ class SpillwayDriverPlugin extends DriverPlugin {
     stageSums = new StageSpillSums(post)
     sc.addSparkListener(stageSums)
     sc.addSparkListener(new spillway.sql.SqlSortReports(post))
+    org.apache.spark.spillway.ui.SpillwayTab.attachLive(sc)
   }
 
   override def receive(message: AnyRef): AnyRef = message match {

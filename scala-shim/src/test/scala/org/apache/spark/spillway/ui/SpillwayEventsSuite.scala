@@ -5,11 +5,13 @@ import java.util.concurrent.ConcurrentLinkedQueue
 
 import scala.jdk.CollectionConverters._
 
-import org.apache.spark.SparkEnv
+import org.apache.spark.{SparkConf, SparkEnv}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerTaskEnd}
 import org.apache.spark.spillway.ListenerBusProbe
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.status.ElementTrackingStore
 import org.apache.spark.util.JsonProtocol
+import org.apache.spark.util.kvstore.InMemoryStore
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
@@ -135,5 +137,50 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     all.foreach { e =>
       assert(JsonProtocol.sparkEventFromJson(JsonProtocol.sparkEventToJsonString(e)) === e)
     }
+  }
+
+  private def store(): ElementTrackingStore =
+    new ElementTrackingStore(new InMemoryStore, new SparkConf(false).set("spark.appStateStore.asyncTracking.enable", "false"))
+
+  test("the tab's store sums a stage's events, keeps an executor's peak, and the view joins them per query") {
+    val s = store()
+    val listener = new SpillwayStatusListener(s)
+    listener.onOtherEvent(SpillwayStageSpills(1, 0, "1", 4, 1, 1, 2, 100, 10, Seq("/b")))
+    listener.onOtherEvent(SpillwayStageSpills(1, 0, "1", -1, 2, 0, 3, 200, 20, Seq("/a")))
+    listener.onOtherEvent(SpillwayStageSpills(2, 0, "2", 4, 1, 0, 1, 50, 5, Nil))
+    listener.onOtherEvent(SpillwaySqlSorts(4, 2, Seq(SpillwaySortFallback("k", "why"))))
+    listener.onOtherEvent(SpillwaySqlSorts(9, 0, Seq(SpillwaySortFallback("j", "because"))))
+    val update = SpillwayExecutorUpdate("1", "h", 1, atStop = false, Seq(SpillwayLocalDir("/a", 100, 0)), 10, 20, 0, 15,
+      0, 1, 1, 1, 1, 1, 0, 0)
+    listener.onOtherEvent(update)
+    listener.onOtherEvent(update.copy(peakBytesInUse = 3, time = 2))
+    val view = new SpillwayView(s)
+    assert(view.queries === Seq(
+      SpillwayQuery(9, 0, Seq(SpillwaySortFallback("j", "because")), 0, 0, 0, 0, 0, Nil),
+      SpillwayQuery(4, 2, Seq(SpillwaySortFallback("k", "why")), plans = 4, files = 1, sortRuns = 6, logicalBytes = 350,
+        diskBytes = 35, localDirs = Seq("/a", "/b"))))
+    assert(view.executors.map(e => e.time -> e.peakBytesInUse) === Seq(2L -> 15L))
+
+    val html = SpillwayPageContent.render(view, "/root").toString
+    assert(html.contains("""<a href="/root/SQL/execution/?id=4">4</a>"""))
+    assert(html.contains("""<span class="fallback-reason">why</span>"""))
+    assert(html.contains("spillway-full"), "the full dir is not marked")
+    val json = org.json4s.jackson.JsonMethods.compact(view.json)
+    assert(json.contains(""""executionId":4,"nativeSorts":2"""))
+    assert(json.contains(""""diskBytes":35"""))
+  }
+
+  test("the tab's store keeps at most its bounds, dropping the oldest queries and stages") {
+    val s = store()
+    val listener = new SpillwayStatusListener(s)
+    val n = SpillwayStatusListener.MaxSqlRows + 10
+    (0L until n).foreach(i => listener.onOtherEvent(SpillwaySqlSorts(i, 1, Nil)))
+    (0L until SpillwayStatusListener.MaxStageRows + 10).foreach(i => listener.onOtherEvent(
+      SpillwayStageSpills(i.toInt, 0, "1", -1, 1, 0, 1, 1, 1, Nil)))
+    val view = new SpillwayView(s)
+    assert(view.queries.size === SpillwayStatusListener.MaxSqlRows)
+    assert(view.queries.map(_.executionId).min === 10L)
+    assert(view.stages.size === SpillwayStatusListener.MaxStageRows)
+    assert(view.stages.map(_.stageId).min === 10)
   }
 }
