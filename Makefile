@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs bench-charts
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -90,7 +90,7 @@ publish-local: $(JAR_LIBS)
 demo: lib
 	$(SBT) demo/run
 
-test: docs-check test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example
+test: docs-check test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example test-ui
 
 # The docs against the code (project/check-docs.py, Python 3 alone): every relative link and
 # heading anchor in the tracked Markdown resolves, every `make <target>` they name is a target
@@ -217,6 +217,20 @@ cluster-test: $(JAR_LIBS)
 # with `spark-submit --packages`, and on the primary line also by path. ~40 s a line.
 pyspark-example: publish-local
 	project/pyspark-example.sh
+
+# The Spillway tab in a real browser (test/ui/run.sh, test/ui/check_ui.py): headless Chromium
+# (Debian's chromium and chromium-driver) through WebDriver (Selenium, installed into
+# build/ui-test-venv on first use) opens the live UI of a spilling PySpark application in local
+# mode, then a History Server on its event log, finds the tab and checks its figures against the
+# application's own (Spark's spill metrics of the query's stages, the sorts left to Spark with
+# their reasons), and fails on an exception in either log. Screenshots and the JSON read in
+# build/ui-test-<line>/. On Spark 3.5 with Scala 2.12 (javax.servlet) and on the primary line
+# (jakarta.servlet). About a minute a line (plus each first pyspark install).
+UI_LINES := 3.5_2.12 4.1_2.13
+
+test-ui: $(JAR_LIBS)
+	$(SBT) spillway/package spark35_212/package
+	for line in $(UI_LINES); do test/ui/run.sh $$line; done
 
 # Every benchmark side by side: JMH through the real library (plan lifecycle against eager dirs and
 # the floor, first spill with syscall counts, write throughput, plans/s from 1 and 2 threads) and
