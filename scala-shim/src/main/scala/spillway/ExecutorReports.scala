@@ -1,6 +1,7 @@
 package spillway
 
 import java.io.File
+import java.nio.file.Files
 import java.util.concurrent.{Executors, ScheduledExecutorService, TimeUnit}
 import java.util.concurrent.atomic.AtomicLong
 
@@ -21,7 +22,8 @@ final case class TaskSpillReport(spills: SpillwayStageSpills)
  *    spilled ([[taskSpilled]]). A plan that never spilled sends nothing and reads nothing.
  *  - Every `spark.spillway.ui.updateInterval` (and once when the executor stops), the executor's
  *    state ([[SpillwayExecutorUpdate]]): the library's counters (one JNI call) and each local dir's
- *    free space (one statfs each), on a daemon thread of its own.
+ *    free space and whether it is a writable directory (a statfs and two stats each), on a daemon
+ *    thread of its own.
  */
 object ExecutorReports {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
@@ -94,7 +96,7 @@ object ExecutorReports {
     val env = SparkEnv.get
     val dirs = Option(env).map(_.blockManager.getLocalDiskDirs.toSeq).getOrElse(Nil).map { d =>
       val f = new File(d)
-      SpillwayLocalDir(d, f.getTotalSpace, f.getUsableSpace)
+      SpillwayLocalDir(d, f.getTotalSpace, f.getUsableSpace, givenUp = !(f.isDirectory && Files.isWritable(f.toPath)))
     }
     val conf = Option(env).map(_.conf)
     SpillwayExecutorUpdate(

@@ -53,9 +53,12 @@ final case class SpillwayStageSpills(
 
 /**
  * One local dir of an executor (a block manager dir, where plans make their dirs): the bytes of
- * its filesystem and those free for the executor's user, read when the update was made.
+ * its filesystem and those free for the executor's user, read when the update was made, and
+ * whether it was `givenUp`: gone or not a writable directory, which every plan gives up at its
+ * first file there (the library's rule for a missing, unusable or read-only root) and spills to
+ * the executor's other dirs instead.
  */
-final case class SpillwayLocalDir(path: String, totalBytes: Long, freeBytes: Long) {
+final case class SpillwayLocalDir(path: String, totalBytes: Long, freeBytes: Long, givenUp: Boolean) {
   /** No byte left: every spill file goes to the executor's other dirs. */
   def full: Boolean = freeBytes <= 0
 }

@@ -2,39 +2,50 @@ package org.apache.spark.spillway.ui
 
 import scala.xml.{Node, NodeSeq}
 
+import org.apache.spark.ui.UIUtils
 import org.apache.spark.util.Utils
 
-import spillway.{SpillwayExecutorUpdate, SpillwayLocalDir}
+import spillway.{SpillwayExecutorUpdate, SpillwayLocalDir, SpillwayStageSpills}
 
 /**
  * The Spillway tab's body from a [[SpillwayView]]: a table of SQL queries (linked to the SQL tab's
- * page of each, under `uiRoot`) and one of executors (each local dir as a bar of used and free
- * bytes, full ones marked; bytes in use and their peak against the executor's limit). Sizes show as
- * Spark shows them, each cell with its exact bytes in `data-bytes`. No request type appears here:
- * the per-line `SpillwayPage` passes the request's parts in.
+ * page of each, under `uiRoot`), a timeline of each executor's bytes spilled (an inline SVG drawn
+ * here, no script), a table of executors (each local dir as a bar of used and free bytes, full and
+ * given-up ones marked; bytes in use and their peak against the executor's limit) and one of stage
+ * attempts per executor (linked to the Stages tab's page of each). The tables sort by a click on
+ * a header as Spark's own do (Spark's sorttable.js, which every Spark page loads, through
+ * `UIUtils.TABLE_CLASS_STRIPED_SORTABLE`), sizes by their bytes. Sizes show as Spark shows them,
+ * each cell with its exact bytes in `data-bytes`. No request type appears here: the per-line
+ * `SpillwayPage` passes the request's parts in.
  */
 object SpillwayPageContent {
-  def render(view: SpillwayView, uiRoot: String): Seq[Node] =
+  def render(view: SpillwayView, uiRoot: String): Seq[Node] = {
+    val executors = view.executors
     <div id="spillway">
       <h4>SQL queries</h4>
       {queries(view, uiRoot)}
+      <h4>Bytes spilled per executor</h4>
+      {SpillwayTimeline.render(view.timelines, executors)}
       <h4>Executors</h4>
-      {executors(view.executors)}
+      {executorTable(executors)}
+      <h4>Stages</h4>
+      {stages(view.stages, uiRoot)}
       <p><a href={s"$uiRoot/spillway/json"}>The same as JSON</a></p>
     </div>
+  }
 
   private def queries(view: SpillwayView, uiRoot: String): NodeSeq = {
     val qs = view.queries
     if (qs.isEmpty) <p id="spillway-no-queries">No SQL query has run a native sort, left a sort to Spark or spilled through Spillway.</p>
     else
-      <table id="spillway-queries" class="table table-bordered table-sm table-striped">
+      <table id="spillway-queries" class={UIUtils.TABLE_CLASS_STRIPED_SORTABLE}>
         <thead><tr>
           <th>Query</th><th>Native sorts</th><th>Sorts left to Spark</th><th>Plans spilled</th><th>Spill files</th>
           <th>Sort runs</th><th>Spilled (before compression)</th><th>Spilled (on disk)</th><th>Local dirs used</th>
         </tr></thead>
         <tbody>{qs.map { q =>
           <tr data-execution-id={q.executionId.toString}>
-            <td class="query"><a href={s"$uiRoot/SQL/execution/?id=${q.executionId}"}>{q.executionId}</a></td>
+            <td class="query" sorttable_customkey={q.executionId.toString}><a href={s"$uiRoot/SQL/execution/?id=${q.executionId}"}>{q.executionId}</a></td>
             <td class="native-sorts">{q.nativeSorts}</td>
             <td class="fallbacks">{
               if (q.fallbacks.isEmpty) NodeSeq.Empty
@@ -52,10 +63,10 @@ object SpillwayPageContent {
       </table>
   }
 
-  private def executors(es: Seq[SpillwayExecutorUpdate]): NodeSeq =
+  private def executorTable(es: Seq[SpillwayExecutorUpdate]): NodeSeq =
     if (es.isEmpty) <p id="spillway-no-executors">No executor has reported yet.</p>
     else
-      <table id="spillway-executors" class="table table-bordered table-sm table-striped">
+      <table id="spillway-executors" class={UIUtils.TABLE_CLASS_STRIPED_SORTABLE}>
         <thead><tr>
           <th>Executor</th><th>Local dirs (used and free)</th><th>In spill files now, peak, executor limit</th>
           <th>Plan limit</th><th>Orphans swept</th><th>Plans created</th><th>Plans spilled</th><th>Spill files</th>
@@ -64,10 +75,11 @@ object SpillwayPageContent {
         <tbody>{es.map { e =>
           <tr data-executor-id={e.executorId}>
             <td class="executor">{e.executorId}{if (e.host.nonEmpty) s" (${e.host})" else ""}{if (e.atStop) " stopped" else ""}</td>
-            <td class="local-dirs">{e.localDirs.map(dir)}</td>
+            <td class="local-dirs" sorttable_customkey={e.localDirs.count(d => d.full || d.givenUp).toString}>{e.localDirs.map(dir)}</td>
             <td class="budget" data-bytes={e.bytesInUse.toString} data-peak-bytes={e.peakBytesInUse.toString}
+                sorttable_customkey={e.peakBytesInUse.toString}
                 data-limit-bytes={limitAttr(e.executorLimit)}>{budget(e)}</td>
-            <td class="plan-limit" data-limit-bytes={limitAttr(e.planLimit)}>{limitText(e.planLimit)}</td>
+            <td class="plan-limit" data-limit-bytes={limitAttr(e.planLimit)} sorttable_customkey={e.planLimit.toString}>{limitText(e.planLimit)}</td>
             <td class="orphans-swept">{e.orphansSwept}</td>
             <td class="plans-created">{e.plansCreated}</td>
             <td class="plans-spilled">{e.plansSpilled}</td>
@@ -75,7 +87,7 @@ object SpillwayPageContent {
             {bytesCell("disk-bytes", e.bytesSpilled)}
             <td class="limit-failures">{e.limitFailures}</td>
             <td class="filesystem-errors">{e.filesystemErrors}</td>
-            <td class="updated">{org.apache.spark.ui.UIUtils.formatDate(e.time)}</td>
+            <td class="updated" sorttable_customkey={e.time.toString}>{UIUtils.formatDate(e.time)}</td>
           </tr>
         }}</tbody>
       </table>
@@ -83,10 +95,14 @@ object SpillwayPageContent {
   private def dir(d: SpillwayLocalDir): Node = {
     val used = math.max(0L, d.totalBytes - d.freeBytes)
     val pct = if (d.totalBytes > 0) used * 100.0 / d.totalBytes else 0.0
+    val color = if (d.givenUp) "#6c757d" else if (d.full) "#dc3545" else "#5b9bd5"
     <div class="spillway-dir" data-path={d.path} data-total-bytes={d.totalBytes.toString}
-         data-free-bytes={d.freeBytes.toString} data-full={d.full.toString}>
-      <div><code>{d.path}</code>{if (d.full) <span class="badge badge-danger bg-danger spillway-full">full</span> else NodeSeq.Empty}</div>
-      {bar(pct, if (d.full) "#dc3545" else "#5b9bd5", s"${Utils.bytesToString(used)} used")}
+         data-free-bytes={d.freeBytes.toString} data-full={d.full.toString} data-given-up={d.givenUp.toString}>
+      <div><code>{d.path}</code>{
+        if (d.full) <span class="badge badge-danger bg-danger spillway-full">full</span> else NodeSeq.Empty}{
+        if (d.givenUp) <span class="badge badge-secondary bg-secondary spillway-given-up" title="gone or not writable: plans spill to the other dirs">given up</span>
+        else NodeSeq.Empty}</div>
+      {bar(pct, color, s"${Utils.bytesToString(used)} used")}
       <small class="dir-free">{Utils.bytesToString(d.freeBytes)} free of {Utils.bytesToString(d.totalBytes)}</small>
     </div>
   }
@@ -105,6 +121,33 @@ object SpillwayPageContent {
       <div class="spillway-bar-used" style={s"height: 100%; width: $width; background: $color; border-radius: 3px;"}></div>
     </div>
   }
+
+  private def stages(ss: Seq[SpillwayStageSpills], uiRoot: String): NodeSeq =
+    if (ss.isEmpty) <p id="spillway-no-stages">No stage has spilled through Spillway.</p>
+    else
+      <table id="spillway-stages" class={UIUtils.TABLE_CLASS_STRIPED_SORTABLE}>
+        <thead><tr>
+          <th>Stage</th><th>Executor</th><th>Query</th><th>Plans spilled</th><th>Spill files</th><th>Sort runs</th>
+          <th>Spilled (before compression)</th><th>Spilled (on disk)</th><th>Local dirs used</th>
+        </tr></thead>
+        <tbody>{ss.sortBy(s => (-s.stageId, -s.stageAttemptId, s.executorId)).map { s =>
+          <tr data-stage-id={s.stageId.toString} data-stage-attempt-id={s.stageAttemptId.toString} data-executor-id={s.executorId}>
+            <td class="stage" sorttable_customkey={f"${s.stageId}%010d.${s.stageAttemptId}%05d"}><a href={
+              s"$uiRoot/stages/stage/?id=${s.stageId}&attempt=${s.stageAttemptId}"}>{
+              if (s.stageAttemptId == 0) s.stageId.toString else s"${s.stageId} (attempt ${s.stageAttemptId})"}</a></td>
+            <td class="executor">{s.executorId}</td>
+            <td class="query" sorttable_customkey={s.sqlExecutionId.toString}>{
+              if (s.sqlExecutionId < 0) NodeSeq.Empty
+              else <a href={s"$uiRoot/SQL/execution/?id=${s.sqlExecutionId}"}>{s.sqlExecutionId}</a>}</td>
+            <td class="plans-spilled">{s.plans}</td>
+            <td class="files">{s.files}</td>
+            <td class="sort-runs">{s.sortRuns}</td>
+            {bytesCell("logical-bytes", s.logicalBytes)}
+            {bytesCell("disk-bytes", s.diskBytes)}
+            <td class="local-dirs">{s.localDirs.mkString(", ")}</td>
+          </tr>
+        }}</tbody>
+      </table>
 
   private def bytesCell(cls: String, bytes: Long): Node =
     <td class={cls} data-bytes={bytes.toString} sorttable_customkey={bytes.toString}>{Utils.bytesToString(bytes)}</td>

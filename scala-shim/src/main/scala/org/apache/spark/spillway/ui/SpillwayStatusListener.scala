@@ -7,12 +7,13 @@ import spillway.{SpillwayExecutorUpdate, SpillwaySqlSorts, SpillwayStageSpills}
 
 /**
  * Builds the Spillway tab's rows ([[SpillwayStageRow]], [[SpillwayExecutorRow]],
- * [[SpillwaySqlRow]]) in `store` from Spillway's events, live (on the driver's status queue) or
+ * [[SpillwayExecutorTimelineRow]], [[SpillwaySqlRow]]) in `store` from Spillway's events, live (on the driver's status queue) or
  * replayed from the event log (in the History Server). The page only reads them.
  *
  * Bounded: at most [[SpillwayStatusListener.MaxStageRows]] stage rows, [[SpillwayStatusListener.MaxSqlRows]]
- * queries and [[SpillwayStatusListener.MaxExecutorRows]] executors; past that the oldest stages and
- * queries (and the first executors by id) are dropped, as Spark's own UI drops old stages and queries.
+ * queries and [[SpillwayStatusListener.MaxExecutorRows]] executors (each with a timeline of at most
+ * [[SpillwayExecutorTimelineRow.MaxPoints]] points); past that the oldest stages and queries (and
+ * the first executors by id) are dropped, as Spark's own UI drops old stages and queries.
  */
 final class SpillwayStatusListener(store: ElementTrackingStore) extends SparkListener {
   import SpillwayStatusListener._
@@ -23,6 +24,8 @@ final class SpillwayStatusListener(store: ElementTrackingStore) extends SparkLis
     dropFirst(classOf[SpillwaySqlRow], count - MaxSqlRows)(_.executionId))
   store.addTrigger(classOf[SpillwayExecutorRow], MaxExecutorRows)(count =>
     dropFirst(classOf[SpillwayExecutorRow], count - MaxExecutorRows)(_.executorId))
+  store.addTrigger(classOf[SpillwayExecutorTimelineRow], MaxExecutorRows)(count =>
+    dropFirst(classOf[SpillwayExecutorTimelineRow], count - MaxExecutorRows)(_.executorId))
 
   override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
     case s: SpillwayStageSpills =>
@@ -33,6 +36,9 @@ final class SpillwayStatusListener(store: ElementTrackingStore) extends SparkLis
       val peak = read(classOf[SpillwayExecutorRow], u.executorId).fold(0L)(_.peakBytesInUse)
       store.write(SpillwayExecutorRow(u.executorId, u.copy(peakBytesInUse = math.max(peak, u.peakBytesInUse))),
         checkTriggers = true)
+      val timeline = read(classOf[SpillwayExecutorTimelineRow], u.executorId)
+        .getOrElse(SpillwayExecutorTimelineRow(u.executorId, Nil))
+      store.write(timeline + SpillwayTimelinePoint(u.time, u.bytesSpilled), checkTriggers = true)
     case q: SpillwaySqlSorts =>
       store.write(SpillwaySqlRow(q.executionId, q), checkTriggers = true)
     case _ =>

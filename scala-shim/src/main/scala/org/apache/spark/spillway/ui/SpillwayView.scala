@@ -22,12 +22,15 @@ final case class SpillwayQuery(
 /**
  * What the Spillway tab shows, read from the rows in `store` at each request: per SQL query (its
  * [[SpillwaySqlRow]] and the [[SpillwayStageRow]]s of its stages), per stage attempt and executor,
- * and per executor. Also its JSON form, served at the tab's `json` path.
+ * and per executor, with each executor's timeline. Also its JSON form, served at the tab's `json` path.
  */
 final class SpillwayView(store: KVStore) {
   def stages: Seq[SpillwayStageSpills] = rows(classOf[SpillwayStageRow]).map(_.spills)
 
   def executors: Seq[SpillwayExecutorUpdate] = rows(classOf[SpillwayExecutorRow]).map(_.update)
+
+  /** Each executor's bytes spilled over time, by executor id. */
+  def timelines: Seq[SpillwayExecutorTimelineRow] = rows(classOf[SpillwayExecutorTimelineRow])
 
   /** The queries with native sorts, fallbacks or spills, newest first. */
   def queries: Seq[SpillwayQuery] = {
@@ -42,7 +45,10 @@ final class SpillwayView(store: KVStore) {
     }
   }
 
-  /** Everything, as `{"queries": [...], "stages": [...], "executors": [...]}`; sizes in bytes. */
+  /**
+   * Everything, as `{"queries": [...], "stages": [...], "executors": [...], "timeline": [...]}`;
+   * sizes in bytes, times in ms since the epoch.
+   */
   def json: JValue =
     ("queries" -> queries.map { q =>
       ("executionId" -> q.executionId) ~ ("nativeSorts" -> q.nativeSorts) ~
@@ -59,12 +65,17 @@ final class SpillwayView(store: KVStore) {
       ("executors" -> executors.map { e =>
         ("executorId" -> e.executorId) ~ ("host" -> e.host) ~ ("time" -> e.time) ~ ("stopped" -> e.atStop) ~
           ("localDirs" -> e.localDirs.map(d =>
-            ("path" -> d.path) ~ ("totalBytes" -> d.totalBytes) ~ ("freeBytes" -> d.freeBytes) ~ ("full" -> d.full))) ~
+            ("path" -> d.path) ~ ("totalBytes" -> d.totalBytes) ~ ("freeBytes" -> d.freeBytes) ~ ("full" -> d.full) ~
+              ("givenUp" -> d.givenUp))) ~
           ("planLimit" -> limit(e.planLimit)) ~ ("executorLimit" -> limit(e.executorLimit)) ~
           ("bytesInUse" -> e.bytesInUse) ~ ("peakBytesInUse" -> e.peakBytesInUse) ~ ("orphansSwept" -> e.orphansSwept) ~
           ("plansCreated" -> e.plansCreated) ~ ("plansSpilled" -> e.plansSpilled) ~ ("spillFiles" -> e.spillFiles) ~
           ("bytesSpilled" -> e.bytesSpilled) ~ ("logicalBytesSpilled" -> e.logicalBytesSpilled) ~
           ("limitFailures" -> e.limitFailures) ~ ("filesystemErrors" -> e.filesystemErrors)
+      }) ~
+      ("timeline" -> timelines.map { t =>
+        ("executorId" -> t.executorId) ~
+          ("points" -> t.points.map(p => ("time" -> p.time) ~ ("bytesSpilled" -> p.bytesSpilled)))
       })
 
   /** Whether there is anything to show: the History Server adds the tab only then. */

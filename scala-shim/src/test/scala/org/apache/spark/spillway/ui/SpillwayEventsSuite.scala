@@ -13,6 +13,7 @@ import org.apache.spark.status.ElementTrackingStore
 import org.apache.spark.util.JsonProtocol
 import org.apache.spark.util.kvstore.InMemoryStore
 import org.scalatest.BeforeAndAfterAll
+import org.scalatest.LoneElement._
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.time.SpanSugar._
@@ -123,7 +124,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     }
     assert(u.executorId === "driver")
     assert(u.localDirs.map(_.path) === SparkEnv.get.blockManager.getLocalDiskDirs.toSeq)
-    assert(u.localDirs.forall(d => d.totalBytes > 0 && d.freeBytes > 0 && !d.full))
+    assert(u.localDirs.forall(d => d.totalBytes > 0 && d.freeBytes > 0 && !d.full && !d.givenUp))
     assert(u.planLimit === SpillwayConf.MaxTempDirectorySize.defaultValue && u.executorLimit === Long.MaxValue)
   }
 
@@ -131,7 +132,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     val all = Seq(
       SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a", "/b")),
       SpillwayStageSpills(3, 0, "7", -1L, 1, 0, 0, 0, 0, Nil),
-      SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0)), 100,
+      SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true)), 100,
         Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
       SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a ASC NULLS FIRST", "key a: nested type array<int>"))))
     all.foreach { e =>
@@ -150,24 +151,72 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     listener.onOtherEvent(SpillwayStageSpills(2, 0, "2", 4, 1, 0, 1, 50, 5, Nil))
     listener.onOtherEvent(SpillwaySqlSorts(4, 2, Seq(SpillwaySortFallback("k", "why"))))
     listener.onOtherEvent(SpillwaySqlSorts(9, 0, Seq(SpillwaySortFallback("j", "because"))))
-    val update = SpillwayExecutorUpdate("1", "h", 1, atStop = false, Seq(SpillwayLocalDir("/a", 100, 0)), 10, 20, 0, 15,
+    val update = SpillwayExecutorUpdate("1", "h", 1, atStop = false,
+      Seq(SpillwayLocalDir("/a", 100, 0, givenUp = false), SpillwayLocalDir("/gone", 0, 0, givenUp = true)), 10, 20, 0, 15,
       0, 1, 1, 1, 1, 1, 0, 0)
     listener.onOtherEvent(update)
     listener.onOtherEvent(update.copy(peakBytesInUse = 3, time = 2))
+    listener.onOtherEvent(update.copy(time = 5000, bytesSpilled = 40))
+    listener.onOtherEvent(update.copy(executorId = "2", time = 3000, bytesSpilled = 0))
     val view = new SpillwayView(s)
     assert(view.queries === Seq(
       SpillwayQuery(9, 0, Seq(SpillwaySortFallback("j", "because")), 0, 0, 0, 0, 0, Nil),
       SpillwayQuery(4, 2, Seq(SpillwaySortFallback("k", "why")), plans = 4, files = 1, sortRuns = 6, logicalBytes = 350,
         diskBytes = 35, localDirs = Seq("/a", "/b"))))
-    assert(view.executors.map(e => e.time -> e.peakBytesInUse) === Seq(2L -> 15L))
+    assert(view.executors.map(e => e.executorId -> e.peakBytesInUse) === Seq("1" -> 15L, "2" -> 15L))
+    assert(view.timelines === Seq(
+      SpillwayExecutorTimelineRow("1", Seq(SpillwayTimelinePoint(1, 1), SpillwayTimelinePoint(5000, 40))),
+      SpillwayExecutorTimelineRow("2", Seq(SpillwayTimelinePoint(3000, 0)))))
 
     val html = SpillwayPageContent.render(view, "/root").toString
     assert(html.contains("""<a href="/root/SQL/execution/?id=4">4</a>"""))
     assert(html.contains("""<span class="fallback-reason">why</span>"""))
     assert(html.contains("spillway-full"), "the full dir is not marked")
+    assert(html.contains("""data-path="/gone" data-total-bytes="0" data-free-bytes="0" data-full="true" data-given-up="true""""))
+    assert(html.contains("spillway-given-up"), "the dir given up is not marked")
+    // Spark's own sortable tables, on every line: sorttable.js sorts a table of this class.
+    Seq("spillway-queries", "spillway-executors", "spillway-stages").foreach { id =>
+      assert(html.contains(s"""<table id="$id" class="${org.apache.spark.ui.UIUtils.TABLE_CLASS_STRIPED_SORTABLE}">"""), id)
+    }
+    assert(org.apache.spark.ui.UIUtils.TABLE_CLASS_STRIPED_SORTABLE.split(" ").contains("sortable"))
+    assert(html.contains("""<a href="/root/stages/stage/?id=1&amp;attempt=0">1</a>"""))
+    // The timeline: executor 1's line, which ends at its bytes; executor 2 never spilled, no line.
+    val svg = scala.xml.XML.loadString(html) \\ "svg"
+    assert((svg \\ "polyline").map(l => (l \@ "data-executor-id", l \@ "data-bytes")) === Seq("1" -> "40"))
+    assert((svg \\ "polyline" \@ "points").split(" ").last.endsWith(",10.0"), "the line does not end at the top")
     val json = org.json4s.jackson.JsonMethods.compact(view.json)
     assert(json.contains(""""executionId":4,"nativeSorts":2"""))
     assert(json.contains(""""diskBytes":35"""))
+  }
+
+  test("an executor's timeline keeps its whole span in at most MaxPoints points, the latest last") {
+    val s = store()
+    val listener = new SpillwayStatusListener(s)
+    val update = SpillwayExecutorUpdate("1", "h", 0, atStop = false, Nil, 10, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    val n = SpillwayExecutorTimelineRow.MaxPoints * 4 + 3
+    (1 to n).foreach(i => listener.onOtherEvent(update.copy(time = i * 1000L, bytesSpilled = i.toLong)))
+    listener.onOtherEvent(update.copy(time = (n + 1) * 1000L, bytesSpilled = n.toLong)) // nothing new: no point
+    val points = new SpillwayView(s).timelines.loneElement.points
+    assert(points.size <= SpillwayExecutorTimelineRow.MaxPoints && points.size > SpillwayExecutorTimelineRow.MaxPoints / 4)
+    assert(points.head === SpillwayTimelinePoint(1000, 1))
+    assert(points.last === SpillwayTimelinePoint(n * 1000L, n.toLong))
+    assert(points.map(_.time) === points.map(_.time).sorted)
+  }
+
+  test("plans that never spill post no event, however many there are: the events cost per spill, not per plan") {
+    events.clear()
+    val sc = spark.sparkContext
+    val created = NativeStats.read()("plansCreated")
+    // 64 tasks with a plan each, and a SQL query whose 16 native sorts fit in their budget.
+    sc.parallelize(1 to 64, 64).foreach(_ => TaskSpill.plan())
+    val df = spark.range(0, 16000, 1, 16).selectExpr("id", "-id as k").sortWithinPartitions("k")
+    df.write.format("noop").mode("overwrite").save()
+    ListenerBusProbe.drain(sc)
+    assert(NativeStats.read()("plansCreated") - created >= 64 + 16, "fewer plans than tasks: the test tests nothing")
+    assert(posted(classOf[SpillwayStageSpills]).isEmpty)
+    // The query's one event (its native sorts), and the executor's periodic updates: none per plan.
+    assert(posted(classOf[SpillwaySqlSorts]).map(_.nativeSorts) === Seq(1))
+    assert(events.asScala.count(e => !e.isInstanceOf[SpillwayExecutorUpdate]) === 1)
   }
 
   test("the tab's store keeps at most its bounds, dropping the oldest queries and stages") {
