@@ -4,16 +4,24 @@
    extension on, its event log in WORK/events, and waits for what it says about its queries.
 2. In its live UI: finds the Spillway tab in the nav bar, and checks the tab's figures against
    the application's own: the spilling query's bytes on disk equal its stages' diskBytesSpilled
-   (Spark's task metrics), with plans spilled, runs and a native sort; the other query lists the
-   sort left to Spark with the reason SpillwaySortRule.fallbacksOf gives; the executor shows each
-   local dir as a bar and the executor limit the job set. The query's link opens the SQL tab's
-   page of that query; the JSON at /spillway/json says the same as the page.
+   (Spark's task metrics), with plans spilled, runs and a native sort, and so do its rows in the
+   stages table, stage by stage; the other query lists the sort left to Spark with the reason
+   SpillwaySortRule.fallbacksOf gives; the executor shows each local dir as a bar, the full tmpfs
+   (FULL_DIR) marked full with its size and no byte free as statvfs says, the other not, and the
+   executor limit the job set; the timeline's line of the executor ends at the bytes all the
+   application's stages spilled. A click on a column's header sorts the queries by it, as
+   Spark's tables sort, a second click the other way. The query's link opens the SQL tab's page
+   of that query, the stage's the Stages tab's page of that stage; the JSON at /spillway/json says
+   the same as the page.
 3. Lets the application end, starts a History Server on the event log (the jar on its classpath,
    SPARK_DAEMON_CLASSPATH), opens the application there, finds the tab and checks the same.
-4. Fails on an exception or an ERROR line in the application's or the History Server's log.
-Screenshots and the JSON read: SCREENSHOT_DIR/{live,history}-spillway.{png,json}. Every process it starts is stopped when it ends, however it ends.
+4. Fails on an exception or an ERROR line in the application's or the History Server's log, and
+   on an error in the browser's console on the tab's page (a script or style that did not load).
+Screenshots and the JSON read: SCREENSHOT_DIR/{live,history}-spillway.{png,json}, and one of each
+view of the live tab, SCREENSHOT_DIR/live-{queries,timeline,executors,stages}.png. Every process
+it starts is stopped when it ends, however it ends.
 
-Usage: check_ui.py WORK SPARK_HOME JAR SCREENSHOT_DIR
+Usage: check_ui.py WORK SPARK_HOME JAR SCREENSHOT_DIR FULL_DIR
 """
 import json
 import os
@@ -91,6 +99,8 @@ def wait_for(seconds, what, check):
             value = check()
             if value:
                 return value
+        except Failure:
+            raise
         except Exception as e:  # not there yet; say the last reason if it never comes
             last = e
         time.sleep(0.5)
@@ -111,8 +121,9 @@ def browser(profile):
     options.binary_location = "/usr/bin/chromium"
     for arg in ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1600,1400", "--user-data-dir=%s" % profile]:
+                "--disable-dev-shm-usage", "--window-size=1600,1800", "--user-data-dir=%s" % profile]:
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path="/usr/bin/chromedriver", popen_kw={"start_new_session": True})
     driver = webdriver.Chrome(service=service, options=options)
     record(service.process.pid)
@@ -133,6 +144,23 @@ def open_tab(driver, url):
     tabs[0].click()
     wait_for(30, "the Spillway page", lambda: driver.find_elements(By.ID, "spillway"))
     expect("Spillway" in driver.title, "the page's title is %r" % driver.title)
+    check_console(driver, url)
+
+
+def check_console(driver, where):
+    """Fails on an error in the browser's console since the last call: a script, style or image
+    of the page that did not load, or a script that threw."""
+    errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    expect(not errors, "errors in the browser's console at %s:\n%s" % (where, "\n".join(errors)))
+
+
+def column_order(driver, table_id, header, key):
+    """Clicks `header` of table `table_id`, as a user sorts a table, and returns the rows' `key`
+    attribute in the order shown."""
+    th = [h for h in driver.find_elements(By.CSS_SELECTOR, "#%s thead th" % table_id) if h.text.strip().startswith(header)]
+    expect(th, "no column %r in #%s" % (header, table_id))
+    th[0].click()
+    return [r.get_attribute(key) for r in driver.find_elements(By.CSS_SELECTOR, "#%s tbody tr" % table_id)]
 
 
 def query_row(driver, execution_id):
@@ -178,9 +206,22 @@ def check_tab(driver, job, where, ui_root):
     paths = [d.get_attribute("data-path") for d in dirs]
     expect(len(dirs) == len(local_dirs) and all(any(p.startswith(l + "/") for l in local_dirs) for p in paths),
            "%s: the executor's local dirs show as %s, not under each of %s" % (where, paths, local_dirs))
+    full = os.statvfs(full_dir)
     for d in dirs:
-        expect(d.find_elements(By.CSS_SELECTOR, ".spillway-bar .spillway-bar-used"), "%s: no bar for %s" % (where, d.get_attribute("data-path")))
-        expect(d.get_attribute("data-full") == "false", "%s: %s marked full" % (where, d.get_attribute("data-path")))
+        path = d.get_attribute("data-path")
+        expect(d.find_elements(By.CSS_SELECTOR, ".spillway-bar .spillway-bar-used"), "%s: no bar for %s" % (where, path))
+        expect(d.get_attribute("data-given-up") == "false", "%s: %s marked given up" % (where, path))
+        if path.startswith(full_dir + "/"):
+            expect(d.get_attribute("data-full") == "true" and d.find_elements(By.CLASS_NAME, "spillway-full"),
+                   "%s: the full tmpfs %s is not marked full" % (where, path))
+            expect(int(d.get_attribute("data-total-bytes")) == full.f_blocks * full.f_frsize and
+                   d.get_attribute("data-free-bytes") == "0" and
+                   d.find_element(By.CLASS_NAME, "dir-free").text == "0.0 B free of %s" % bytes_to_string(full.f_blocks * full.f_frsize),
+                   "%s: the full tmpfs shows as %r (%s of %d bytes free)" % (where, d.text, d.get_attribute("data-free-bytes"),
+                                                                           full.f_blocks * full.f_frsize))
+        else:
+            expect(d.get_attribute("data-full") == "false", "%s: %s marked full" % (where, path))
+    expect(any(p.startswith(full_dir + "/") for p in paths), "%s: no local dir under the full tmpfs %s" % (where, full_dir))
     budget = executor.find_element(By.CSS_SELECTOR, "td.budget")
     expect(budget.get_attribute("data-limit-bytes") == str(EXECUTOR_LIMIT) and
            budget.find_element(By.CLASS_NAME, "limit").text == bytes_to_string(EXECUTOR_LIMIT),
@@ -188,7 +229,43 @@ def check_tab(driver, job, where, ui_root):
     expect(int(budget.get_attribute("data-peak-bytes")) > 0, "%s: no peak of bytes in use" % where)
     read = {"disk": int(disk.get_attribute("data-bytes")), "plans": int(cells["plans-spilled"].text),
             "runs": int(cells["sort-runs"].text), "fallbacks": shown}
+
+    # The stages table: the spilling query's stages, each with the bytes Spark's metrics give it.
+    stage_rows = driver.find_elements(By.CSS_SELECTOR, "#spillway-stages tbody tr")
+    stages_shown = {}
+    for r in stage_rows:
+        query_cell = r.find_element(By.CSS_SELECTOR, "td.query").text
+        if query_cell == str(spilling["executionId"]):
+            sid = r.get_attribute("data-stage-id")
+            stages_shown[sid] = stages_shown.get(sid, 0) + int(r.find_element(By.CSS_SELECTOR, "td.disk-bytes").get_attribute("data-bytes"))
+    expect(stages_shown == spilling["stagesSpilled"],
+           "%s: the stages table shows %s bytes on disk per stage of query %d, Spark's metrics %s" %
+           (where, stages_shown, spilling["executionId"], spilling["stagesSpilled"]))
+    stage_link = [r for r in stage_rows if r.get_attribute("data-stage-id") in stages_shown][0] \
+        .find_element(By.CSS_SELECTOR, "td.stage a").get_attribute("href")
+
+    # The timeline: the executor's line ends at what all the application's stages spilled.
+    def timeline_line():
+        driver.refresh()
+        lines = driver.find_elements(By.CSS_SELECTOR, "#spillway-timeline polyline[data-executor-id='driver']")
+        return lines if lines and int(lines[0].get_attribute("data-bytes")) == job["diskBytesSpilled"] else None
+    wait_for(30, "%s: the timeline's line of the driver at %d bytes" % (where, job["diskBytesSpilled"]), timeline_line)
+    expect(len(driver.find_elements(By.CSS_SELECTOR, "#spillway-timeline polyline")) == 1,
+           "%s: the timeline has lines for executors other than the driver" % where)
+
+    # Sorting, as Spark's tables sort: by bytes on disk, up, then down.
+    ids = sorted([spilling["executionId"], fallback["executionId"]], key=lambda i: (i != fallback["executionId"]))
+    up = column_order(driver, "spillway-queries", "Spilled (on disk)", "data-execution-id")
+    expect([int(i) for i in up] == ids, "%s: sorted by bytes on disk, the queries show as %s, not %s" % (where, up, ids))
+    down = column_order(driver, "spillway-queries", "Spilled (on disk)", "data-execution-id")
+    expect([int(i) for i in down] == ids[::-1], "%s: sorted the other way, the queries show as %s" % (where, down))
+    check_console(driver, "%s: the sorted tab" % where)
+
+    read = dict(read, stages=stages_shown, timeline=job["diskBytesSpilled"])
     driver.save_screenshot(os.path.join(shots, "%s-spillway.png" % where))
+    if where == "live":
+        for view in ["queries", "timeline", "executors", "stages"]:
+            driver.find_element(By.ID, "spillway-" + view).screenshot(os.path.join(shots, "live-%s.png" % view))
 
     # The same as JSON, as an operator's tool would read it.
     driver.get(ui_root + "/spillway/json")
@@ -204,6 +281,20 @@ def check_tab(driver, job, where, ui_root):
            "%s: the JSON's fallbacks are %s" % (where, f))
     e = [x for x in data["executors"] if x["executorId"] == "driver"]
     expect(e and e[0]["executorLimit"] == EXECUTOR_LIMIT, "%s: the JSON's executor is %s" % (where, e))
+    expect([d["full"] for d in e[0]["localDirs"]] == [d["path"].startswith(full_dir + "/") for d in e[0]["localDirs"]],
+           "%s: the JSON's local dirs are %s" % (where, e[0]["localDirs"]))
+    t = [x for x in data["timeline"] if x["executorId"] == "driver"]
+    expect(t and t[0]["points"][-1]["bytesSpilled"] == job["diskBytesSpilled"], "%s: the JSON's timeline is %s" % (where, t))
+    js = {}
+    for x in data["stages"]:
+        if x["sqlExecutionId"] == spilling["executionId"]:
+            js[str(x["stageId"])] = js.get(str(x["stageId"]), 0) + x["diskBytes"]
+    expect(js == read["stages"], "%s: the JSON's stages are %s, the page's %s" % (where, js, read["stages"]))
+
+    # The stage's link leads to the Stages tab's page of that stage.
+    driver.get(stage_link)
+    wait_for(30, "%s: the Stages tab's page at %s" % (where, stage_link),
+             lambda: "Details for Stage %s" % stage_link.split("id=")[1].split("&")[0] in driver.page_source)
 
     # The query's link leads to the SQL tab's page of that query.
     driver.get(link)
@@ -219,11 +310,32 @@ def check_log(path):
     expect(not bad, "%s has exceptions or errors:\n%s" % (path, "\n".join(bad[:40])))
 
 
+def job_started(job, result):
+    if job.poll() is not None:
+        raise Failure("the application ended (status %s) as it started: see its job.log" % job.returncode)
+    return os.path.exists(result + ".started")
+
+
+def fill(path):
+    """Writes zeros into a file in `path` until its filesystem has no byte left (ENOSPC)."""
+    chunk = b"\0" * (64 << 10)
+    with open(os.path.join(path, "filler"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(chunk)
+        except OSError as e:
+            if e.errno != 28:  # ENOSPC
+                raise
+    expect(os.statvfs(path).f_bavail == 0, "%s is not full after filling it" % path)
+    log("filled %s (%s)" % (path, bytes_to_string(os.statvfs(path).f_blocks * os.statvfs(path).f_frsize)))
+
+
 def main(work, spark_home, jar):
     global local_dirs
     events = os.path.join(work, "events")
-    local_dirs = [os.path.join(work, "local1"), os.path.join(work, "local2")]
-    for d in [events] + local_dirs:
+    # The full tmpfs second: Spark's own scratch files (the first dir's) stay off it.
+    local_dirs = [os.path.join(work, "local1"), full_dir]
+    for d in [events, local_dirs[0]]:
         os.makedirs(d)
     env = dict(os.environ, SPARK_HOME=spark_home, SPARK_CONF_DIR=os.path.join(work, "conf"),
                SPARK_LOCAL_IP="127.0.0.1", SPARK_LOCAL_HOSTNAME="127.0.0.1")
@@ -249,6 +361,10 @@ def main(work, spark_home, jar):
                  os.path.join(HERE, "spilling_job.py"), result, release],
                 os.path.join(work, "job.log"), env)
     log("started the spilling application, UI on port %d" % ui_port)
+
+    wait_for(120, "the application's SparkContext", lambda: job_started(job, result))
+    fill(full_dir)
+    open(result + ".filled", "w").close()
 
     def job_result():
         if job.poll() is not None:
@@ -293,7 +409,7 @@ def main(work, spark_home, jar):
 
 
 if __name__ == "__main__":
-    shots = sys.argv[4]
+    shots, full_dir = sys.argv[4], os.path.abspath(sys.argv[5])
     try:
         main(sys.argv[1], sys.argv[2], sys.argv[3])
     except Failure as e:

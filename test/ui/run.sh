@@ -8,8 +8,13 @@
 # Usage: test/ui/run.sh [LINE], LINE a key of project/spark-lines whose pyspark ships that Scala
 # version (3.5_2.12, 4.1_2.13; default the primary line). Needs the line's jar (`make test-ui`).
 #
-# Everything it makes lives in build/ui-test-<line>: removed on exit, however the run ends, except
-# the screenshots, the JSON read and the logs, which stay for whoever reads them.
+# One of the application's local dirs is a small tmpfs, filled by check_ui.py once the application
+# has started: the tab must show it full while Spillway spills to the other dir. Mounting it takes root (CI runs as
+# root): the full-disk case runs on every run, it is never skipped.
+#
+# Everything it makes lives in build/ui-test-<line>: removed on exit (the tmpfs unmounted first),
+# however the run ends, except the screenshots, the JSON read and the logs, which stay for whoever
+# reads them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -24,6 +29,7 @@ spark_version="$(line_field "$line" 3)"
 jar="$(line_jar "$line")"
 [[ -f "$jar" ]] || die "no $(line_artifact "$line") jar: run \`make test-ui\`, which builds it"
 jar="$repo_root/${jar#"$repo_root"/}"
+[[ "$(id -u)" == 0 ]] || die "needs root, to mount the full tmpfs of the full-disk case"
 for b in /usr/bin/chromium /usr/bin/chromedriver; do
   [[ -x "$b" ]] || die "$b is missing: apt-get install chromium chromium-driver"
 done
@@ -43,6 +49,9 @@ fi
 
 out="$repo_root/build/ui-test-$line"
 work="$out/work"
+full_dir="$work/full"
+mounted=
+if mountpoint -q "$full_dir" 2>/dev/null; then umount "$full_dir"; fi # a killed run's
 rm -rf "$out"
 mkdir -p "$work"
 cleanup() {
@@ -56,6 +65,7 @@ cleanup() {
     while read -r g; do kill -KILL -- "-$g" 2>/dev/null || true; done <"$out/pgids"
     rm -f "$out/pgids"
   fi
+  if [[ -n "$mounted" ]]; then umount "$full_dir" || umount -l "$full_dir"; fi
   if [[ -d "$work" ]]; then
     cp "$work"/*.log "$out/" 2>/dev/null || true
     rm -rf "$work"
@@ -65,7 +75,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The local dir to fill: a 64 MiB tmpfs (Spark copies the application's jar into a local dir as
+# it starts).
+mkdir -p "$full_dir"
+mount -t tmpfs -o size=64m,mode=0755 spillway-ui-test "$full_dir"
+mounted=1
+
 # Selenium's own driver manager stays off: the driver and the browser are given by path. The
 # application runs on the pyspark venv's Python.
 SE_AVOID_STATS=true SE_OFFLINE=true PYSPARK_PYTHON="$venv/bin/python" \
-  "$selenium_venv/bin/python" test/ui/check_ui.py "$work" "$SPARK_HOME" "$jar" "$out"
+  "$selenium_venv/bin/python" test/ui/check_ui.py "$work" "$SPARK_HOME" "$jar" "$out" "$full_dir"
