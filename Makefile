@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-datafusion clean docs bench-charts
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -273,6 +273,14 @@ BENCH_MEMORY_ARGS ?= 1500000 3
 bench-memory: $(JAR_LIBS)
 	$(SBT) spillway/package
 	project/memory-compare.sh $(BENCH_MEMORY_ARGS)
+
+# What Spillway's events and the Spillway tab cost a spilling SQL sort (spillway.bench.UiListenerBench):
+# the sort stage's wall time with the plugin on (events, the tab's listener, executor updates every
+# second) against the extension alone, the live UI on in both, alternating fresh SparkContexts.
+# Arguments: rows rounds. About a minute with the defaults; BENCH_UI_ARGS="300000 1" checks it runs.
+BENCH_UI_ARGS ?= 2000000 5
+bench-ui: lib
+	$(SBT) "Test/runMain spillway.bench.UiListenerBench $(BENCH_UI_ARGS)"
 
 # Per DataFusion plan (never spilling, spilling once; 1/4/8 roots) and a spilling SortExec end to
 # end: DataFusion's Directories mode (what Comet uses), its lazy OS tmp dir, and Spillway's factory,
