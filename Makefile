@@ -219,13 +219,16 @@ pyspark-example: publish-local
 	project/pyspark-example.sh
 
 # The Spillway tab in a real browser (test/ui/run.sh, test/ui/check_ui.py): headless Chromium
-# (Debian's chromium and chromium-driver) through WebDriver (Selenium, installed into
-# build/ui-test-venv on first use) opens the live UI of a spilling PySpark application in local
-# mode, then a History Server on its event log, finds the tab and checks its figures against the
-# application's own (Spark's spill metrics of the query's stages, the sorts left to Spark with
-# their reasons), and fails on an exception in either log. Screenshots and the JSON read in
-# build/ui-test-<line>/. On Spark 3.5 with Scala 2.12 (javax.servlet) and on the primary line
-# (jakarta.servlet). About a minute a line (plus each first pyspark install).
+# (Debian's chromium and chromium-driver) through WebDriver (Selenium, installed with pip into
+# build/ui-test-venv on first use, test/ui/selenium-venv.sh) opens the live UI of a spilling
+# PySpark application in local mode, one of whose local dirs is a full tmpfs (mounted for the run,
+# as root, and removed on exit), then a History Server on its event log, finds the tab and checks
+# its figures against the application's own (Spark's spill metrics of the query and its stages, the
+# full dir's size, the sorts left to Spark with their reasons, the timeline's bytes), sorts a table
+# by a header click, and fails on an exception in either log or an error in the browser's console.
+# Screenshots and the JSON read in build/ui-test-<line>/. On Spark 3.5 with Scala 2.12
+# (javax.servlet) and on the primary line (jakarta.servlet). About 30 s a line after the jars
+# (plus each first pyspark install).
 UI_LINES := 3.5_2.12 4.1_2.13
 
 test-ui: $(JAR_LIBS)

@@ -39,13 +39,7 @@ source "$repo_root/project/pyspark-venv.sh"
 ensure_pyspark_venv ui-test "$spark_version" || die "no pyspark venv"
 [[ "$pyspark_scala" == "${line#*_}" ]] || die "pyspark $spark_version ships Scala $pyspark_scala, not ${line#*_}: no UI test for $line"
 
-selenium_venv="$repo_root/build/ui-test-venv"
-if ! "$selenium_venv/bin/python" -c 'import selenium' 2>/dev/null; then
-  echo "ui-test: installing selenium into $selenium_venv"
-  rm -rf "$selenium_venv"
-  python3 -m venv "$selenium_venv"
-  timeout 600 "$selenium_venv/bin/pip" install --no-input --disable-pip-version-check -q selenium
-fi
+selenium_venv="$(test/ui/selenium-venv.sh)" || die "no selenium"
 
 out="$repo_root/build/ui-test-$line"
 work="$out/work"
