@@ -264,8 +264,9 @@ def check_tab(driver, job, where, ui_root):
     read = dict(read, stages=stages_shown, timeline=job["diskBytesSpilled"])
     driver.save_screenshot(os.path.join(shots, "%s-spillway.png" % where))
     if where == "live":
-        for view in ["queries", "timeline", "executors", "stages"]:
-            driver.find_element(By.ID, "spillway-" + view).screenshot(os.path.join(shots, "live-%s.png" % view))
+        for view, css in [("queries", "#spillway-queries"), ("timeline", "#spillway-timeline svg"),
+                          ("executors", "#spillway-executors"), ("stages", "#spillway-stages")]:
+            driver.find_element(By.CSS_SELECTOR, css).screenshot(os.path.join(shots, "live-%s.png" % view))
 
     # The same as JSON, as an operator's tool would read it.
     driver.get(ui_root + "/spillway/json")
