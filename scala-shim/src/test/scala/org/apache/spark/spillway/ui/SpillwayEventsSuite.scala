@@ -203,6 +203,25 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(points.map(_.time) === points.map(_.time).sorted)
   }
 
+  test("every row reads back from the serializer of the History Server's disk store as it was written") {
+    val serializer = new org.apache.spark.status.KVUtils.KVStoreScalaSerializer
+    val rows: Seq[AnyRef] = Seq(
+      SpillwayStageRow("k", SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a"))),
+      SpillwayExecutorRow("7", SpillwayExecutorUpdate("7", "h", 1, atStop = false,
+        Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true)), 100, Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+      SpillwayExecutorTimelineRow("7", Seq(SpillwayTimelinePoint(1, 2), SpillwayTimelinePoint(3L << 40, 5L << 33))),
+      SpillwaySqlRow(5, SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a", "why")))))
+    rows.foreach { r =>
+      val back = serializer.deserialize(serializer.serialize(r), r.getClass)
+      assert(back === r)
+      // Small numbers must come back as Longs, not Integers a Long field cannot hold.
+      back match {
+        case t: SpillwayExecutorTimelineRow => assert(t.points.map(_.time).sum === 1L + (3L << 40))
+        case _ =>
+      }
+    }
+  }
+
   test("plans that never spill post no event, however many there are: the events cost per spill, not per plan") {
     events.clear()
     val sc = spark.sparkContext
