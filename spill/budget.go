@@ -24,6 +24,8 @@ type Stats struct {
 	// appended in whole chunks (their on-disk bytes are in BytesWritten).
 	LogicalBytesWritten atomic.Int64
 	LimitFailures       atomic.Int64 // writes refused by a limit
+	RemoteFilesCreated  atomic.Int64 // spill files created in the remote tier (among FilesCreated)
+	RemoteBytesWritten  atomic.Int64 // bytes written to remote files (among BytesWritten)
 	FSErrors            atomic.Int64 // filesystem calls that failed
 }
 

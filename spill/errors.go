@@ -29,12 +29,16 @@ type LimitError struct {
 	Request int64  // bytes the write asked for
 	Setting string // the configuration that sets Limit, named so the user knows what to raise
 	Shared  bool   // the limit hit is the budget shared by all managers, not this one's own
+	Remote  bool   // the limit hit is the cap over all remote files (Remote), not a local one
 }
 
 func (e *LimitError) Error() string {
 	var b strings.Builder
 	whose := "this plan's spill files"
-	if e.Shared {
+	switch {
+	case e.Remote:
+		whose = "the remote spill files of all plans in this process"
+	case e.Shared:
 		whose = "the spill files of all plans in this process"
 	}
 	fmt.Fprintf(&b, "spill limit exceeded: writing %s more would take %s from %s to %s, over the limit of %s",

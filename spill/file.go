@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/spillway/spillway/spill/chunkfile"
 )
 
 // File is one spill file. Writes append. It is safe for concurrent use, though a spill file is
 // normally written by one goroutine and then read back.
 type File struct {
 	m    *Manager
-	dir  *planDir // the dir it was made in, through which it is removed
+	dir  *planDir // the dir it was made in, through which it is removed; nil for a remote file
 	name string
 	path string
+	obj  *remoteFile    // the object of a remote file (also its h); nil for a local one
+	key  *chunkfile.Key // the key a remote file is sealed with
 
 	mu      sync.Mutex
 	h       Handle // nil once released
@@ -105,11 +109,11 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 	case n == 0:
 		return nil
 	}
-	if err := f.m.reserve(n); err != nil {
+	if err := f.reserve(n); err != nil {
 		return err
 	}
 	if err := write(f.size); err != nil {
-		if RootFull(err) {
+		if RootFull(err) && f.dir != nil {
 			defer f.m.rootFull(f.dir.rootIndex, err, f.size) // once truncated: its free space counts
 		}
 		if terr := f.h.Truncate(f.size); terr != nil {
@@ -119,7 +123,7 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 			f.size += n
 			return f.m.fsError(errors.Join(err, terr))
 		}
-		f.m.unreserve(n)
+		f.unreserve(n)
 		if src := (*sourceError)(nil); errors.As(err, &src) {
 			return src.err // the caller's source failed, not the filesystem
 		}
@@ -127,8 +131,38 @@ func (f *File) appendBytes(n int64, write func(off int64) error) error {
 	}
 	f.size += n
 	f.m.stats().BytesWritten.Add(n)
+	if f.obj != nil {
+		f.m.stats().RemoteBytesWritten.Add(n)
+	}
 	return nil
 }
+
+// reserve takes n bytes of the manager's limits and, for a remote file, of the remote cap.
+func (f *File) reserve(n int64) error {
+	if err := f.m.reserve(n); err != nil {
+		return err
+	}
+	if f.obj != nil {
+		if err := f.obj.rt.reserve(n); err != nil {
+			f.m.unreserve(n)
+			f.m.stats().LimitFailures.Add(1)
+			return err
+		}
+	}
+	return nil
+}
+
+// unreserve gives back what reserve took.
+func (f *File) unreserve(n int64) {
+	f.m.unreserve(n)
+	if f.obj != nil {
+		f.obj.rt.unreserve(n)
+	}
+}
+
+// Remote reports whether the file is in the remote tier, an object store, rather than in a
+// local dir.
+func (f *File) Remote() bool { return f.obj != nil }
 
 // ReadAt reads from the file as io.ReaderAt does.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
@@ -163,10 +197,14 @@ func (f *File) discard() error {
 		_ = f.h.Close()
 		f.h = nil
 	}
-	if err := ignoreNotExist(f.dir.dir.Remove(f.name)); err != nil {
+	if f.obj != nil {
+		if err := f.obj.remove(); err != nil {
+			return err // the bytes stay counted until the delete is done
+		}
+	} else if err := ignoreNotExist(f.dir.dir.Remove(f.name)); err != nil {
 		return f.m.fsError(err)
 	}
 	f.gone = true
-	f.m.unreserve(f.size)
+	f.unreserve(f.size)
 	return nil
 }

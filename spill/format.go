@@ -106,11 +106,20 @@ func (m *Manager) CreateFramedFileWith(o FramedOptions) (*Writer, error) {
 	if size := cmp.Or(chunkSize, chunkfile.DefaultChunkSize); recordSize < 0 || recordSize == 1 || recordSize > size {
 		return nil, &ConfigError{Reason: fmt.Sprintf("records of %d bytes to shuffle; give 2 to the chunk size (%d), or 0 for bytes that are not records of one size", recordSize, size)}
 	}
-	f, err := m.CreateFile()
+	f, err := m.createFile(true)
 	if err != nil {
 		return nil, err
 	}
-	w, err := chunkfile.NewWriter(f, m.WriterOptions(o))
+	opts := m.WriterOptions(o)
+	if f.obj != nil {
+		// Remote files are always sealed: the bucket's readers are not the executor.
+		if opts.Key, err = f.obj.rt.sealKey(m.format); err != nil {
+			_ = f.Release()
+			return nil, err
+		}
+		f.key = opts.Key
+	}
+	w, err := chunkfile.NewWriter(f, opts)
 	if err != nil {
 		_ = f.Release()
 		return nil, err
@@ -155,8 +164,16 @@ func (w *Writer) Close() error {
 		return fmt.Errorf("spill: finishing %s: %w", w.f.path, err)
 	}
 	w.f.mu.Lock()
+	defer w.f.mu.Unlock()
+	if w.f.obj != nil {
+		if w.f.h == nil {
+			return ErrFileReleased
+		}
+		if err := w.f.obj.finish(); err != nil {
+			return fmt.Errorf("spill: finishing %s: %w", w.f.path, err)
+		}
+	}
 	w.f.framing = framingFinished
-	w.f.mu.Unlock()
 	return nil
 }
 
@@ -214,7 +231,11 @@ func (f *File) OpenReader(opts ReaderOptions) (*Reader, error) {
 	case framing != framingFinished:
 		return nil, ErrNotFinished
 	}
-	r, err := chunkfile.NewReader(f, size, f.m.format.Key, opts)
+	key := f.m.format.Key
+	if f.obj != nil {
+		key = f.key
+	}
+	r, err := chunkfile.NewReader(f, size, key, opts)
 	if err != nil {
 		return nil, fmt.Errorf("spill: opening %s: %w", f.path, err)
 	}

@@ -46,6 +46,11 @@ type Config struct {
 	// manager's life, so *Format must not change afterwards (a pointer keeps a plan that never
 	// spills small). nil: no compression, no encryption, CRC-32C per chunk.
 	Format *Format
+
+	// Remote, if set, takes the framed files that no local root can (remote.go); shared by the
+	// managers of the process, like Shared. nil: a file no root takes fails with a
+	// *NoUsableRootError.
+	Remote *Remote
 }
 
 // Manager is one plan's spill space. It is safe for concurrent use.
@@ -62,6 +67,8 @@ type Manager struct {
 	sharedLimit   int64
 	sharedSetting string
 
+	remote *Remote // nil: no remote tier
+
 	mu     sync.Mutex
 	closed bool
 	state  *spillState // nil until the first file: a plan that never spills holds nothing more
@@ -77,6 +84,9 @@ type spillState struct {
 	made    []*planDir         // every plan dir created, healed ones included, removed at Close
 	files   map[*File]struct{} // files not yet deleted; nil once Close has taken them
 	strays  []*planDir         // dirs never made, whose lock file could not be removed
+	// remotePrefix is the plan's prefix in the remote tier, named at its first remote file;
+	// everything under it is removed at Close.
+	remotePrefix string
 }
 
 func init() {
@@ -114,6 +124,7 @@ func (m *Manager) Init(cfg Config) error {
 		m.format = &zeroFormat
 	}
 	m.shared, m.sharedLimit, m.sharedSetting = cfg.Shared, cfg.SharedLimit, cfg.SharedLimitSetting
+	m.remote = cfg.Remote
 	if m.fs == nil {
 		m.fs = OSFS{}
 	}
@@ -137,8 +148,15 @@ func (m *Manager) Used() int64 { return m.used.Load() }
 // manager and the next one is tried; the error is a *NoUsableRootError only when no root could
 // take the file. Running out of file descriptors gives up no root: the error is then a
 // *DescriptorLimitError, and a later call may succeed. If the plan dir was removed behind the
-// manager's back, a new one is made.
+// manager's back, a new one is made. CreateFile never places a file in the remote tier: its
+// path is for the caller to open; framed files (CreateFramedFile) may go there.
 func (m *Manager) CreateFile() (*File, error) {
+	return m.createFile(false)
+}
+
+// createFile is CreateFile, falling back to the remote tier, if there is one and remoteOK,
+// when no local root takes the file.
+func (m *Manager) createFile(remoteOK bool) (*File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -168,6 +186,9 @@ func (m *Manager) CreateFile() (*File, error) {
 		if f, err := m.place(s, c.root); f != nil || err != nil {
 			return f, err
 		}
+	}
+	if remoteOK && m.remote != nil {
+		return m.createRemote(s), nil
 	}
 	failures := make([]RootFailure, n)
 	for r := range n {
@@ -313,6 +334,11 @@ func (m *Manager) Close() error {
 	}
 	for i := len(s.made) - 1; i >= 0; i-- {
 		if err := m.removePlanDir(s.made[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.remotePrefix != "" {
+		if err := m.removeRemotePrefix(s.remotePrefix); err != nil {
 			errs = append(errs, err)
 		}
 	}

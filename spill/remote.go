@@ -1,0 +1,339 @@
+package spill
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spillway/spillway/spill/chunkfile"
+)
+
+// The remote tier: when no local root can take a framed file (every root full, given up, or
+// out of the rotation), a manager configured with a Remote puts the file in an object store
+// instead (docs/design/remote-tier.md). Such a file is the same *File to everyone above: written
+// in order through a Writer, read in order or from any offset through Readers. Its bytes count
+// against the manager's limit, the shared budget and the Remote's own cap; it is always sealed
+// with AES-GCM under a key of the process (RemoteKeyBits when the Format has none), so a reader
+// of the bucket learns nothing and any change is detected; its objects go when it is released,
+// and every object under the plan's prefix when the manager is closed. A raw file (CreateFile:
+// its path is handed out to be opened by the caller) is never remote.
+
+// RemotePartSize is the size of every part of a remote file's multipart upload but the last.
+// It is what a file being written holds in memory, and above S3's minimum part of 5 MiB; a file
+// smaller than one part is sent by one PUT.
+const RemotePartSize = 8 << 20
+
+// RemoteCallTimeout bounds each call to the object store, retries by the client included: a
+// store that does not answer fails the spill with an error rather than hanging the task.
+const RemoteCallTimeout = 2 * time.Minute
+
+// RemoteKeyBits is the AES key size that seals remote files when the Format seals nothing.
+const RemoteKeyBits = 256
+
+// Remote is an object store behind a process's local roots, shared by its managers, with a cap
+// over the bytes of all their remote files. Building one makes no call to the store.
+type Remote struct {
+	store   ObjectStore
+	prefix  string // this process's prefix in the store: spillway-<random>/
+	limit   int64
+	setting string
+	used    atomic.Int64
+
+	keyOnce sync.Once
+	key     *chunkfile.Key
+	keyErr  error
+}
+
+// RemoteConfig configures a Remote.
+type RemoteConfig struct {
+	Store ObjectStore // required
+	// Limit is the bytes all remote files of the process may hold together; 0 refuses every
+	// write to the store.
+	Limit int64
+	// LimitSetting names the configuration that sets Limit, for a *LimitError. Optional.
+	LimitSetting string
+}
+
+// NewRemote returns a Remote over cfg.Store. It makes no call to the store: the caller checks
+// the store first (s3store.Store.Probe, say).
+func NewRemote(cfg RemoteConfig) (*Remote, error) {
+	if cfg.Store == nil {
+		return nil, &ConfigError{Reason: "no object store given for the remote tier"}
+	}
+	if cfg.Limit < 0 {
+		return nil, &ConfigError{Reason: "the remote spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
+	}
+	return &Remote{store: cfg.Store, prefix: DirPrefix + crand.Text() + "/", limit: cfg.Limit, setting: cfg.LimitSetting}, nil
+}
+
+// Location names the store, as its ObjectStore does.
+func (rt *Remote) Location() string { return rt.store.Location() }
+
+// Prefix is the process's prefix under the store's location: every object of this Remote's
+// files has a key that starts with it.
+func (rt *Remote) Prefix() string { return rt.prefix }
+
+// Used is the number of bytes in the live remote files of all managers sharing rt.
+func (rt *Remote) Used() int64 { return rt.used.Load() }
+
+// Limit is the bytes all remote files may hold together.
+func (rt *Remote) Limit() int64 { return rt.limit }
+
+// sealKey is the key that seals remote files framed by f: the Format's, or the process's key of
+// RemoteKeyBits, made on the first remote file.
+func (rt *Remote) sealKey(f *Format) (*chunkfile.Key, error) {
+	if f.Key != nil {
+		return f.Key, nil
+	}
+	rt.keyOnce.Do(func() { rt.key, rt.keyErr = ProcessKey(RemoteKeyBits) })
+	return rt.key, rt.keyErr
+}
+
+func (rt *Remote) reserve(n int64) error {
+	for {
+		u := rt.used.Load()
+		if n > rt.limit-u {
+			return &LimitError{Limit: rt.limit, Used: u, Request: n, Setting: rt.setting, Remote: true}
+		}
+		if rt.used.CompareAndSwap(u, u+n) {
+			return nil
+		}
+	}
+}
+
+func (rt *Remote) unreserve(n int64) { rt.used.Add(-n) }
+
+func remoteContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), RemoteCallTimeout)
+}
+
+// RemoteError is a call to the object store that failed: which call, on which object (its
+// location, never a credential), and the store's cause.
+type RemoteError struct {
+	Op       string // put, upload part, complete upload, get, delete, list
+	Location string
+	Err      error
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("spill: remote %s %s: %v", e.Op, e.Location, e.Err)
+}
+
+func (e *RemoteError) Unwrap() error { return e.Err }
+
+// partBuffers are the remote files' part buffers, reused across files.
+var partBuffers = sync.Pool{New: func() any { b := make([]byte, 0, RemotePartSize); return &b }}
+
+// remoteFile is the Handle of a remote file: an object written in order, in parts of
+// RemotePartSize, then read by ranges. File.mu guards it.
+type remoteFile struct {
+	rt       *Remote
+	key      string
+	location string
+
+	buf      *[]byte // bytes not yet sent, less than one part; nil once finished or dead
+	sent     int64   // bytes sent in parts
+	upload   Upload  // nil until the first full part
+	parts    int
+	finished bool  // the object exists whole: readable, and Delete removes it
+	dead     error // a part or the completion failed: the upload was aborted, no more writes
+}
+
+var _ Handle = (*remoteFile)(nil)
+
+func newRemoteFile(rt *Remote, key string) *remoteFile {
+	return &remoteFile{rt: rt, key: key, location: rt.store.Location() + "/" + key, buf: partBuffers.Get().(*[]byte)}
+}
+
+// WriteAt appends p; off must be the bytes written so far (a Writer appends only). A full part
+// is sent at once; if it fails the upload is aborted and the file takes no more writes.
+func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
+	switch {
+	case h.dead != nil:
+		return 0, h.dead
+	case h.buf == nil:
+		return 0, ErrFinished
+	case off != h.sent+int64(len(*h.buf)):
+		return 0, fmt.Errorf("spill: remote file %s is written in order: a write at %d, its end is at %d", h.location, off, h.sent+int64(len(*h.buf)))
+	}
+	for rest := p; len(rest) > 0; {
+		b := *h.buf
+		take := min(len(rest), RemotePartSize-len(b))
+		*h.buf = append(b, rest[:take]...)
+		rest = rest[take:]
+		if len(*h.buf) == RemotePartSize {
+			if err := h.sendPart(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(p), nil
+}
+
+// sendPart sends the buffer as the next part, starting the upload on the first.
+func (h *remoteFile) sendPart() error {
+	ctx, cancel := remoteContext()
+	defer cancel()
+	if h.upload == nil {
+		u, err := h.rt.store.StartUpload(ctx, h.key)
+		if err != nil {
+			return h.fail(&RemoteError{Op: "start upload", Location: h.location, Err: err})
+		}
+		h.upload = u
+	}
+	if err := h.upload.WritePart(ctx, h.parts+1, *h.buf); err != nil {
+		return h.fail(&RemoteError{Op: "upload part", Location: h.location, Err: err})
+	}
+	h.parts++
+	h.sent += int64(len(*h.buf))
+	*h.buf = (*h.buf)[:0]
+	return nil
+}
+
+// finish sends what is buffered and makes the object: one PUT if no part was sent, else the
+// last part and the upload's completion.
+func (h *remoteFile) finish() error {
+	switch {
+	case h.dead != nil:
+		return h.dead
+	case h.finished:
+		return nil
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	if h.upload == nil {
+		if err := h.rt.store.Put(ctx, h.key, *h.buf); err != nil {
+			return h.fail(&RemoteError{Op: "put", Location: h.location, Err: err})
+		}
+	} else {
+		if len(*h.buf) > 0 {
+			if err := h.sendPart(); err != nil {
+				return err
+			}
+		}
+		if err := h.upload.Complete(ctx); err != nil {
+			return h.fail(&RemoteError{Op: "complete upload", Location: h.location, Err: err})
+		}
+		h.upload = nil
+	}
+	h.sent += int64(len(*h.buf))
+	h.finished = true
+	h.dropBuffer()
+	return nil
+}
+
+// fail aborts the upload, if one was started, and makes err the answer to every later write.
+func (h *remoteFile) fail(err error) error {
+	h.abort()
+	h.dead = err
+	h.dropBuffer()
+	return err
+}
+
+func (h *remoteFile) abort() {
+	if h.upload == nil {
+		return
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	// A failed abort leaves parts the bucket's lifecycle rule for incomplete uploads removes
+	// (docs/user-guide/remote-spill.md); the spill has failed already.
+	_ = h.upload.Abort(ctx)
+	h.upload = nil
+}
+
+func (h *remoteFile) dropBuffer() {
+	if h.buf != nil {
+		*h.buf = (*h.buf)[:0]
+		partBuffers.Put(h.buf)
+		h.buf = nil
+	}
+}
+
+// ReadAt reads by one ranged GET; only a finished file can be read.
+func (h *remoteFile) ReadAt(p []byte, off int64) (int, error) {
+	if !h.finished {
+		return 0, ErrNotFinished
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	n, err := h.rt.store.ReadAt(ctx, h.key, p, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return n, &RemoteError{Op: "get", Location: h.location, Err: err}
+	}
+	return n, err
+}
+
+// Truncate serves File's undo of a failed write: a remote file that failed was aborted and
+// holds nothing, so there is nothing past size to remove.
+func (h *remoteFile) Truncate(size int64) error {
+	if h.dead == nil && h.buf != nil && size != h.sent+int64(len(*h.buf)) {
+		return fmt.Errorf("spill: remote file %s cannot be truncated to %d bytes", h.location, size)
+	}
+	return nil
+}
+
+// Close drops the buffer and aborts an unfinished upload; the object, if any, stays until remove.
+func (h *remoteFile) Close() error {
+	h.abort()
+	h.dropBuffer()
+	return nil
+}
+
+// remove deletes the object, if one was made.
+func (h *remoteFile) remove() error {
+	h.abort()
+	h.dropBuffer()
+	if !h.finished {
+		return nil
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	if err := h.rt.store.Delete(ctx, h.key); err != nil {
+		return &RemoteError{Op: "delete", Location: h.location, Err: err}
+	}
+	h.finished = false
+	return nil
+}
+
+// createRemote creates a remote file under the manager's prefix in the store, making the
+// prefix's name on the first (a prefix costs no call to the store). m.mu must be held.
+func (m *Manager) createRemote(s *spillState) *File {
+	if s.remotePrefix == "" {
+		s.remotePrefix = m.remote.prefix + DirPrefix + crand.Text() + "/"
+	}
+	name := "spill-" + crand.Text()
+	h := newRemoteFile(m.remote, s.remotePrefix+name)
+	f := &File{m: m, name: name, path: h.location, h: h, obj: h}
+	s.files[f] = struct{}{}
+	if !s.spilled {
+		s.spilled = true
+		m.stats().PlansSpilled.Add(1)
+	}
+	m.stats().FilesCreated.Add(1)
+	m.stats().RemoteFilesCreated.Add(1)
+	return f
+}
+
+// removeRemotePrefix deletes every object left under the manager's prefix (a delete that failed
+// at a file's release, say), after its files were discarded.
+func (m *Manager) removeRemotePrefix(prefix string) error {
+	ctx, cancel := remoteContext()
+	defer cancel()
+	keys, err := m.remote.store.List(ctx, prefix)
+	if err != nil {
+		return &RemoteError{Op: "list", Location: m.remote.store.Location() + "/" + prefix, Err: err}
+	}
+	var errs []error
+	for _, k := range keys {
+		if err := m.remote.store.Delete(ctx, k); err != nil {
+			errs = append(errs, &RemoteError{Op: "delete", Location: m.remote.store.Location() + "/" + k, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
