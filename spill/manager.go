@@ -155,7 +155,8 @@ func (m *Manager) CreateFile() (*File, error) {
 }
 
 // createFile is CreateFile, falling back to the remote tier, if there is one and remoteOK,
-// when no local root takes the file.
+// when no local root with MinFreeSpace free takes the file: the roots short of space are then
+// not tried.
 func (m *Manager) createFile(remoteOK bool) (*File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -179,6 +180,11 @@ func (m *Manager) createFile(remoteOK bool) (*File, error) {
 			return f, err
 		}
 	}
+	if remoteOK && m.remote != nil {
+		// No root with room took the file: the remote tier has room, where a root with less
+		// than MinFreeSpace would likely fail the file's first write.
+		return m.createRemote(s), nil
+	}
 	// No root with room took the file: a small one may still fit where there is less, roomiest
 	// first, and a write that does not fit fails there as it would have anyway.
 	slices.SortStableFunc(short, func(a, b shortRoot) int { return cmp.Compare(b.free, a.free) })
@@ -186,9 +192,6 @@ func (m *Manager) createFile(remoteOK bool) (*File, error) {
 		if f, err := m.place(s, c.root); f != nil || err != nil {
 			return f, err
 		}
-	}
-	if remoteOK && m.remote != nil {
-		return m.createRemote(s), nil
 	}
 	failures := make([]RootFailure, n)
 	for r := range n {

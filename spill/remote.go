@@ -13,8 +13,8 @@ import (
 	"github.com/spillway/spillway/spill/chunkfile"
 )
 
-// The remote tier: when no local root can take a framed file (every root full, given up, or
-// out of the rotation), a manager configured with a Remote puts the file in an object store
+// The remote tier: when no local root can take a framed file (every root given up, out of the
+// rotation, or with less than MinFreeSpace free), a manager configured with a Remote puts the file in an object store
 // instead (docs/design/remote-tier.md). Such a file is the same *File to everyone above: written
 // in order through a Writer, read in order or from any offset through Readers. Its bytes count
 // against the manager's limit, the shared budget and the Remote's own cap; it is always sealed
