@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-remote test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -90,7 +90,7 @@ publish-local: $(JAR_LIBS)
 demo: lib
 	$(SBT) demo/run
 
-test: docs-check test-go test-c test-contract test-datafusion test-jvm cluster-test pyspark-example test-ui
+test: docs-check test-go test-remote test-c test-contract test-datafusion test-jvm cluster-test pyspark-example test-ui
 
 # The docs against the code (project/check-docs.py, Python 3 alone): every relative link and
 # heading anchor in the tracked Markdown resolves, every `make <target>` they name is a target
@@ -113,6 +113,7 @@ FUZZSCALE ?= 1
 
 test-go:
 	go vet ./...
+	go vet -tags s3server ./spill/...
 	go test -race -count=1 -timeout 20m ./...
 	go test -run '^$$' -fuzz '^FuzzNewRoots$$' -fuzztime $$((200000 * $(FUZZSCALE)))x ./spill
 	go test -run '^$$' -fuzz '^FuzzAdd$$' -fuzztime $$((120000 * $(FUZZSCALE)))x ./plan/extsort
@@ -120,6 +121,13 @@ test-go:
 
 fuzz:
 	$(MAKE) test-go FUZZSCALE=30
+
+# The remote tier against a real S3-compatible server: project/s3-server.sh starts s3proxy
+# (fetched with mvn on first use) with its filesystem backend on a free loopback port, runs the
+# tests built with the s3server tag under -race, and stops it. The full local dir is a real
+# tmpfs (root, as CI runs). Under a minute.
+test-remote:
+	project/s3-server.sh go test -race -count=1 -tags s3server -run 'Remote|Probe' ./spill/ ./spill/s3store/
 
 # The C ABI (include/spillway.h) from a plain C program linked to the library, with no JVM: the
 # exports are exactly the JNI entry points and the header's functions; a full disk is a real

@@ -241,8 +241,8 @@ func (h *remoteFile) abort() {
 	}
 	ctx, cancel := remoteContext()
 	defer cancel()
-	// A failed abort leaves parts the bucket's lifecycle rule for incomplete uploads removes
-	// (docs/user-guide/remote-spill.md); the spill has failed already.
+	// A failed abort leaves parts that the bucket's lifecycle rule for incomplete multipart
+	// uploads removes; the spill has failed already.
 	_ = h.upload.Abort(ctx)
 	h.upload = nil
 }
