@@ -37,6 +37,10 @@ type Registry struct {
 	// format is the file format new plans take (ConfigureFormat); nil for the zero Format.
 	format atomic.Pointer[spill.Format]
 
+	// remote is the object store behind the local dirs of new plans (ConfigureRemote); nil for
+	// none.
+	remote atomic.Pointer[spill.Remote]
+
 	// shared holds the executor-wide budget over all plans' files, and the counters.
 	shared spill.Shared
 }
@@ -113,6 +117,7 @@ func (r *Registry) CreatePlan(dirs LocalDirs, limit, executorLimit int64) (uint6
 	}
 	// The plan keeps the format of now: ConfigureFormat stores a new one, never changes it.
 	cfg.Format = r.format.Load()
+	cfg.Remote = r.remote.Load()
 	err := p.spill.Init(cfg)
 	if err != nil {
 		return 0, err

@@ -28,7 +28,9 @@ type Stats struct {
 	NativeBytes int64
 	// NativeCachedBytes is the memory native operators freed and the library keeps mapped a
 	// moment for the next ones (offheap.Cached): free for the kernel to take back.
-	NativeCachedBytes int64
+	NativeCachedBytes  int64
+	RemoteFilesCreated int64 // spill files created in the remote tier (among FilesCreated)
+	RemoteBytesWritten int64 // bytes written to remote spill files (among BytesWritten)
 }
 
 // StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
@@ -99,6 +101,12 @@ var StatsLayout = []Stat{
 	{"nativeCachedBytes", Level,
 		"Memory the native sorts freed and the library keeps mapped for the next ones, when spark.spillway.sort.memoryCacheIdle turns that cache on (off by default: 0). With nativeBytes never more than the sorts held at their peak, each buffer kept for that idle time at most, and free for the kernel to take back first under memory pressure.",
 		func(s *Stats) int64 { return s.NativeCachedBytes }},
+	{"remoteSpillFiles", Count,
+		"Spill files created in the remote tier (spark.spillway.remote.uri) because no local dir could take them; among spillFiles.",
+		func(s *Stats) int64 { return s.RemoteFilesCreated }},
+	{"remoteBytesSpilled", Count,
+		"Bytes written to remote spill files (compressed, sealed, framed); among bytesSpilled.",
+		func(s *Stats) int64 { return s.RemoteBytesWritten }},
 }
 
 // StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
@@ -135,6 +143,8 @@ func (r *Registry) Stats() Stats {
 		PlansCreated:        r.plans.issued(),
 		NativeBytes:         offheap.Mapped(),
 		NativeCachedBytes:   offheap.Cached(),
+		RemoteFilesCreated:  st.RemoteFilesCreated.Load(),
+		RemoteBytesWritten:  st.RemoteBytesWritten.Load(),
 	}
 }
 

@@ -147,6 +147,31 @@ public final class NativeSpill {
   public static native void configureFormat(String codec, int zstdLevel, boolean encrypt, int keyBits);
 
   /**
+   * Puts an object store behind the local dirs of the plans created from now on: a spill file
+   * ({@link #createSpillFile}) that no local dir can take (every dir full, given up or out of the
+   * rotation) goes there, sealed with AES-GCM whatever {@link #configureFormat} says, counted
+   * against the plan's limits and {@code maxSize}, and deleted at its release or its plan's. A
+   * tmp file ({@link #createTmpFile}) never goes there. The store is probed first: one small
+   * object is written and removed. Call it once per executor, before creating plans. No message
+   * carries a setting's value but the URI and the endpoint. An empty URI takes the tier away from
+   * the plans created from now on, and probes nothing.
+   *
+   * @param settings five strings, {@code ""} for unset: {@code spark.spillway.remote.uri}
+   *     ({@code s3a://bucket/prefix} or {@code s3://bucket/prefix}), then Hadoop's {@code
+   *     fs.s3a.endpoint}, {@code fs.s3a.endpoint.region}, {@code fs.s3a.access.key} and {@code
+   *     fs.s3a.secret.key} (both keys or neither: neither takes the standard credential chain)
+   * @param pathStyle {@code fs.s3a.path.style.access}
+   * @param ssl {@code fs.s3a.connection.ssl.enabled}, for an endpoint given without a scheme
+   * @param maxSize {@code spark.spillway.remote.maxSize}: bytes all remote files may hold together
+   * @throws IllegalArgumentException for a bad URI, endpoint or size, naming the key; the tier is
+   *     then unchanged
+   * @throws IOException if the probe failed: the message says what failed (an endpoint nothing
+   *     answers at, a missing bucket, refused credentials) and names the key to fix
+   */
+  public static native void configureRemote(String[] settings, boolean pathStyle, boolean ssl, long maxSize)
+      throws IOException;
+
+  /**
    * Creates a spill file for the plan, in the plan's format, and returns a file handle: {@link
    * #write}, {@link #path} and {@link #fileSizes} take it as they take {@link #createTmpFile}'s.
    * Its writes are framed: {@link #write} appends whole chunks as they fill (a chunk is all or
