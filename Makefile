@@ -177,12 +177,13 @@ datafusion-jni:
 # store and its content (SpillwayEventsSuite: what of Spark's UI and event log it uses differs by line).
 # XcheckJniSuite re-runs the JNI contract suite (bad inputs included) in a child JVM under
 # -Xcheck:jni and fails on any JNI warning raised in spillway's natives.
+# The launch runs inside project/s3-server.sh, for RemoteSpillSuite's real S3-compatible server.
 LINE_SUITES := spillway.SparkLineSuite spillway.TaskSpillSuite spillway.SpillwayPluginSuite \
 	spillway.SpillwayConfSuite spillway.sql.SpillwaySortSqlSuite spillway.sql.SortKeyEncoderSuite \
 	spillway.sql.SortFallbacksSuite org.apache.spark.spillway.ui.SpillwayEventsSuite
 
 test-jvm: lib datafusion-jni
-	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" $(SBT) spillway/test \
+	SBT_OPTS="$${SBT_OPTS:-} -Dspillway.datafusion.jni.library=$(DATAFUSION_JNI)" project/s3-server.sh $(SBT) spillway/test \
 		$(foreach l,$(OTHER_LINES),"$(l)/testOnly $(LINE_SUITES)")
 
 # The suites of one line alone: make test-line LINE=spark35_212 (LINE_SUITES, or SUITES=...).

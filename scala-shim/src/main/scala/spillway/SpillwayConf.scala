@@ -175,6 +175,23 @@ object SpillwayConf {
       scala.util.Try(raw.trim.toInt).toOption.filter(l => l >= min && l <= max).toRight(s"expected an integer from $min to $max")
   }
 
+  /** Text as written (spaces around dropped); any value is valid. */
+  final case class Text(describe: String) extends ValueType[String] {
+    def parse(raw: String): Either[String, String] = Right(raw.trim)
+  }
+
+  /** The remote tier's store: `s3a://bucket/prefix` or `s3://bucket/prefix`, or empty for none. */
+  case object StoreUri extends ValueType[String] {
+    private val Pattern = """s3a?://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^?#]*)?""".r
+    override def noun: String = "URI"
+    def describe: String = "`s3a://bucket/prefix` or `s3://bucket/prefix` (the prefix optional), or empty for no remote tier"
+    def parse(raw: String): Either[String, String] = raw.trim match {
+      case "" => Right("")
+      case v @ Pattern(_) => Right(v)
+      case _ => Left("expected s3a://bucket/prefix or s3://bucket/prefix (a bucket name of lower-case letters, digits, dots and hyphens)")
+    }
+  }
+
   // ---- The declaration. ----
 
   /**
@@ -261,6 +278,8 @@ object SpillwayConf {
     def switch: Typed[Boolean] = typed(Switch)
     def oneOf(values: Seq[String], ignoreCase: Boolean, listed: String): Typed[String] = typed(OneOf(values, ignoreCase, listed))
     def intRange(min: Int, max: Int, noun: String = "value"): Typed[Int] = typed(IntRange(min, max, noun))
+    def text(describe: String): Typed[String] = typed(Text(describe))
+    def storeUri: Typed[String] = typed(StoreUri)
 
     private def typed[T](t: ValueType[T]): Typed[T] = new Typed[T] {
       def withDefault(default: String): Setting[T] = {
@@ -362,6 +381,22 @@ object SpillwayConf {
     .time("a time such as 10s, 1min or 500ms, or 0 for the update at executor stop only")
     .withDefault("10s")
 
+  val RemoteUri: Setting[String] = setting("spark.spillway.remote.uri", Scope.Executor)
+    .doc("""An object store behind the local dirs ([remote spill](remote-spill.md)): a native spill file that no
+      local dir can take (every dir full, given up or out of the rotation) goes there, sealed with AES-GCM, and is
+      deleted with its plan. Endpoint, region and credentials are the application's `spark.hadoop.fs.s3a.*` keys.
+      The executor's plugin probes the store at start (one small object written and removed) and fails the
+      executor, naming the key to fix, if it cannot. Empty: no remote tier.""")
+    .storeUri
+    .withDefault("")
+
+  val RemoteMaxSize: Setting[Long] = setting("spark.spillway.remote.maxSize", Scope.Executor)
+    .doc("""Bytes all plans of one executor may hold together in remote spill files, on top of the plan's and
+      the executor's limits. A write that would pass it fails with `SpillLimitExceededException`, which names this
+      key.""")
+    .bytes(allowUnlimited = true)
+    .withDefault(Unlimited)
+
   // ---- The Spark keys Spillway follows: executor-wide, read once per executor (SparkEnv). ----
 
   val ShuffleSpillCompress: Setting[Boolean] = sparkKey("spark.shuffle.spill.compress", checked = false)
@@ -387,6 +422,41 @@ object SpillwayConf {
       the executor (128, 192 or 256).""")
     .oneOf(Seq("128", "192", "256"), ignoreCase = false, listed = "128, 192 or 256")
     .withDefault("128")
+
+  // Hadoop's S3A keys, as an application gives them to Spark (spark.hadoop.*): read for the remote
+  // tier, per bucket first (fs.s3a.bucket.<bucket>.<key>) as S3A does, and checked by nobody but S3A.
+  val S3AEndpoint: Setting[String] = sparkKey("spark.hadoop.fs.s3a.endpoint", checked = false)
+    .doc("""The remote tier's endpoint (`host:port` or a URL); empty for AWS S3.""")
+    .text("an endpoint")
+    .withDefault("")
+
+  val S3ARegion: Setting[String] = sparkKey("spark.hadoop.fs.s3a.endpoint.region", checked = false)
+    .doc("""The remote tier's region; empty lets the client ask the store.""")
+    .text("a region")
+    .withDefault("")
+
+  val S3AAccessKey: Setting[String] = sparkKey("spark.hadoop.fs.s3a.access.key", checked = false)
+    .doc("""The remote tier's access key, with `spark.hadoop.fs.s3a.secret.key`; both empty take the standard
+      credential chain (the `AWS_*` environment, the shared credentials file, web identity, the container's or the
+      instance's role). Never logged.""")
+    .text("an access key")
+    .withDefault("")
+
+  val S3ASecretKey: Setting[String] = sparkKey("spark.hadoop.fs.s3a.secret.key", checked = false)
+    .doc("""The remote tier's secret key, with `spark.hadoop.fs.s3a.access.key`. Never logged.""")
+    .text("a secret key")
+    .withDefault("")
+
+  val S3APathStyle: Setting[Boolean] = sparkKey("spark.hadoop.fs.s3a.path.style.access", checked = false)
+    .doc("""`true`: path-style requests to the remote tier (most S3-compatible stores want them); `false` lets the
+      client choose by the endpoint's host.""")
+    .switch
+    .withDefault("false")
+
+  val S3ASsl: Setting[Boolean] = sparkKey("spark.hadoop.fs.s3a.connection.ssl.enabled", checked = false)
+    .doc("""TLS to a remote tier endpoint given without a scheme.""")
+    .switch
+    .withDefault("true")
 
   /** Every `spark.spillway.*` setting, in declaration order. */
   val Settings: Seq[Setting[_]] = declaredSettings.toList
@@ -459,6 +529,35 @@ object SpillwayConf {
    * @throws IllegalArgumentException naming the key and what to write instead, for a bad value
    */
   def sortMemoryCacheIdleMs(conf: SparkConf): Long = SortMemoryCacheIdle.in(conf)
+
+  /**
+   * The remote tier of an executor: its settings for NativeSpill.configureRemote. Its toString
+   * shows no credential.
+   */
+  final class RemoteTier private[SpillwayConf] (val uri: String, val settings: Array[String], val pathStyle: Boolean,
+      val ssl: Boolean, val maxSize: Long) {
+    override def toString: String = s"$uri (at most ${if (maxSize == Long.MaxValue) Unlimited else s"$maxSize bytes"})"
+  }
+
+  /**
+   * The remote tier of an executor with `conf` ([[RemoteUri]]), or None when the URI is not set.
+   * The S3A keys are read per bucket first, as S3A reads them; a switch that is not `true` or
+   * `false` reads as its default, as Hadoop reads it.
+   *
+   * @throws IllegalArgumentException naming the key, for a bad URI or size
+   */
+  def remoteTier(conf: SparkConf): Option[RemoteTier] = {
+    val uri = RemoteUri.in(conf)
+    if (uri.isEmpty) return None
+    val bucket = uri.split("/")(2)
+    def s3a(s: Setting[_]): Option[String] = {
+      val name = s.key.stripPrefix("spark.hadoop.fs.s3a.")
+      conf.getOption(s"spark.hadoop.fs.s3a.bucket.$bucket.$name").orElse(conf.getOption(s.key)).map(_.trim)
+    }
+    def switch(s: Setting[Boolean]): Boolean = s3a(s).flatMap(Switch.parse(_).toOption).getOrElse(s.defaultValue)
+    val settings = Array(uri) ++ Seq(S3AEndpoint, S3ARegion, S3AAccessKey, S3ASecretKey).map(s3a(_).getOrElse(""))
+    Some(new RemoteTier(uri, settings, switch(S3APathStyle), switch(S3ASsl), RemoteMaxSize.in(conf)))
+  }
 
   /**
    * Checks every Spillway setting in `conf` (the driver's, at startup), and the Spark keys Spillway

@@ -18,9 +18,10 @@ final case class SpillwayStartup(
 
 /**
  * The executor component of [[SpillwayPlugin]]: at start it loads the library (or reports to the
- * driver why it cannot, and fails the executor), sweeps orphaned plan dirs ([[OrphanSweep]]) and
- * registers the metrics ([[SpillwayMetrics]]) and starts its reports to the driver
- * ([[ExecutorReports]]); at shutdown it sends the last report and logs the counters.
+ * driver why it cannot, and fails the executor), puts the remote tier behind the local dirs if one
+ * is configured (failing the executor the same way if its store does not answer), sweeps orphaned
+ * plan dirs ([[OrphanSweep]]), registers the metrics ([[SpillwayMetrics]]) and starts its reports
+ * to the driver ([[ExecutorReports]]); at shutdown it sends the last report and logs the counters.
  */
 class SpillwayExecutorPlugin extends ExecutorPlugin {
   import SpillwayExecutorPlugin.ReportTimeoutSeconds
@@ -43,6 +44,7 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
         reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), hostName, message))
         throw new IllegalStateException(message, e)
     }
+    val remote = configureRemote(ctx)
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (dirs, listFailures) = OrphanSweep.blockManagerDirs(localDirs)
     val (removed, sweepFailures) = OrphanSweep.sweep(dirs)
@@ -53,9 +55,31 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
     // One line, always at INFO: operators (and project/cluster-test.sh) look for it in executor logs.
     log.info(s"Spillway: libspillway ${NativeLoader.platform()} loaded from ${NativeLoader.loadedFrom()} " +
       s"on executor ${ctx.executorID()}; swept $removed orphaned plan dir(s) in ${dirs.size} block manager dir(s) " +
-      dirs.map(d => String.valueOf(Paths.get(d).getParent)).distinct.mkString("under ", ", ", ""))
+      dirs.map(d => String.valueOf(Paths.get(d).getParent)).distinct.mkString("under ", ", ", "") +
+      remote.fold("")(r => s"; remote tier $r"))
     // Orphans left behind waste disk but break nothing: report, do not fail the executor.
     failures.foreach(f => log.warn(s"Spillway: could not sweep orphaned plan dirs in $f"))
+  }
+
+  /**
+   * Puts the remote tier, if `spark.spillway.remote.uri` is set, behind this executor's local dirs,
+   * once its store answered the probe. A store that does not (a wrong endpoint, a missing bucket,
+   * refused credentials) fails the executor here, as a library that cannot load does, with the
+   * library's message naming the key to fix: not at the first spill, an hour into the job.
+   */
+  private def configureRemote(ctx: PluginContext): Option[SpillwayConf.RemoteTier] = {
+    val remote = SpillwayConf.remoteTier(SparkEnv.get.conf)
+    remote.foreach { r =>
+      try NativeSpill.configureRemote(r.settings, r.pathStyle, r.ssl, r.maxSize)
+      catch {
+        case e @ (_: java.io.IOException | _: IllegalArgumentException) =>
+          val message = s"Spillway cannot start on executor ${ctx.executorID()}: the remote spill tier " +
+            s"${SpillwayConf.RemoteUri.key}=${r.uri} is not usable: ${e.getMessage}"
+          reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), hostName, message))
+          throw new IllegalStateException(message, e)
+      }
+    }
+    remote
   }
 
   // Not ctx.hostname(): it reads the RPC env's server address, which an executor does not have
