@@ -29,6 +29,9 @@ type RemoteSettings struct {
 	AccessKey, SecretKey string // both or neither: neither takes the store's standard credential chain
 	PathStyle, SSL       bool
 	MaxSize              int64 // bytes all remote files of the process may hold together
+	// Application is the id of the application the process works for (spark.app.id): its
+	// processes share the prefix spill.ApplicationName(Application) that its driver sweeps.
+	Application string
 }
 
 // remoteSettingNames are the keys behind RemoteSettings, for the store's messages.
@@ -75,7 +78,8 @@ func (r *Registry) ConfigureRemote(s RemoteSettings) error {
 	if err := store.Probe(context.Background()); err != nil {
 		return err
 	}
-	rt, err := spill.NewRemote(spill.RemoteConfig{Store: store, Limit: s.MaxSize, LimitSetting: RemoteMaxSizeKey})
+	rt, err := spill.NewRemote(spill.RemoteConfig{Store: store, Limit: s.MaxSize, LimitSetting: RemoteMaxSizeKey,
+		Application: spill.ApplicationName(s.Application)})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,10 @@
 package spill
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
 // ObjectStore is the seam between the disk manager and an object store (the remote tier, see
 // Remote): the few calls a spill file needs, in the store's own terms, so that another store
@@ -21,8 +25,30 @@ type ObjectStore interface {
 	ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error)
 	// Delete removes the object key; an object already gone is no error.
 	Delete(ctx context.Context, key string) error
-	// List returns the keys of every object whose key starts with prefix.
-	List(ctx context.Context, prefix string) ([]string, error)
+	// List returns every object whose key starts with prefix.
+	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	// ListUploads returns every multipart upload begun and neither completed nor aborted whose
+	// key starts with prefix: what a process killed mid-upload leaves behind. A store that
+	// cannot list them answers ErrUploadsNotListed (the bucket's lifecycle rule aborts them).
+	ListUploads(ctx context.Context, prefix string) ([]PendingUpload, error)
+	// AbortUpload aborts the upload id of the object key (from ListUploads); an upload already
+	// gone is no error.
+	AbortUpload(ctx context.Context, key, id string) error
+}
+
+// ErrUploadsNotListed is ListUploads' answer from a store that cannot list uploads in progress.
+var ErrUploadsNotListed = errors.New("the store does not list multipart uploads in progress")
+
+// ObjectInfo is an object of a List.
+type ObjectInfo struct {
+	Key      string
+	Modified time.Time // by the store's clock
+}
+
+// PendingUpload is an upload of a ListUploads.
+type PendingUpload struct {
+	Key, ID string
+	Started time.Time // by the store's clock
 }
 
 // Upload is a multipart upload in progress.

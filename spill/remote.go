@@ -39,7 +39,7 @@ const RemoteKeyBits = 256
 // over the bytes of all their remote files. Building one makes no call to the store.
 type Remote struct {
 	store   ObjectStore
-	prefix  string // this process's prefix in the store: spillway-<random>/
+	prefix  string // this process's prefix in the store: spillway-app-<application>/spillway-<random>/
 	limit   int64
 	setting string
 	used    atomic.Int64
@@ -57,6 +57,10 @@ type RemoteConfig struct {
 	Limit int64
 	// LimitSetting names the configuration that sets Limit, for a *LimitError. Optional.
 	LimitSetting string
+	// Application names what the process works for (a Spark application, say): the processes of
+	// one application share its prefix, which SweepApplications and RemoveApplication remove as
+	// one (remotesweep.go). Required; letters, digits, '.', '_' and '-' (ApplicationName makes one).
+	Application string
 }
 
 // NewRemote returns a Remote over cfg.Store. It makes no call to the store: the caller checks
@@ -68,7 +72,11 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 	if cfg.Limit < 0 {
 		return nil, &ConfigError{Reason: "the remote spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
 	}
-	return &Remote{store: cfg.Store, prefix: DirPrefix + crand.Text() + "/", limit: cfg.Limit, setting: cfg.LimitSetting}, nil
+	if err := checkApplication(cfg.Application); err != nil {
+		return nil, err
+	}
+	prefix := ApplicationPrefix + cfg.Application + "/" + DirPrefix + crand.Text() + "/"
+	return &Remote{store: cfg.Store, prefix: prefix, limit: cfg.Limit, setting: cfg.LimitSetting}, nil
 }
 
 // Location names the store, as its ObjectStore does.
@@ -325,15 +333,6 @@ func (m *Manager) createRemote(s *spillState) *File {
 func (m *Manager) removeRemotePrefix(prefix string) error {
 	ctx, cancel := remoteContext()
 	defer cancel()
-	keys, err := m.remote.store.List(ctx, prefix)
-	if err != nil {
-		return &RemoteError{Op: "list", Location: m.remote.store.Location() + "/" + prefix, Err: err}
-	}
-	var errs []error
-	for _, k := range keys {
-		if err := m.remote.store.Delete(ctx, k); err != nil {
-			errs = append(errs, &RemoteError{Op: "delete", Location: m.remote.store.Location() + "/" + k, Err: err})
-		}
-	}
-	return errors.Join(errs...)
+	_, err := removeUnder(ctx, m.remote.store, prefix)
+	return err
 }

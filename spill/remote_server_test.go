@@ -49,7 +49,14 @@ func testStore(t *testing.T) *s3store.Store {
 			t.Errorf("listing what the test left: %v", err)
 		}
 		for _, k := range keys {
-			_ = s.Delete(context.Background(), k)
+			_ = s.Delete(context.Background(), k.Key)
+		}
+		ups, err := s.ListUploads(context.Background(), "")
+		if err != nil && !errors.Is(err, spill.ErrUploadsNotListed) {
+			t.Errorf("listing the uploads the test left: %v", err)
+		}
+		for _, u := range ups {
+			_ = s.AbortUpload(context.Background(), u.Key, u.ID)
 		}
 	})
 	return s
@@ -57,8 +64,12 @@ func testStore(t *testing.T) *s3store.Store {
 
 func objects(t *testing.T, s *s3store.Store) []string {
 	t.Helper()
-	keys, err := s.List(context.Background(), "")
+	objs, err := s.List(context.Background(), "")
 	require.NoError(t, err)
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
 	return keys
 }
 
@@ -90,9 +101,14 @@ func backendFiles(t *testing.T, s *s3store.Store) []string {
 	return files
 }
 
-func newRemote(t *testing.T, s spill.ObjectStore, limit int64) *spill.Remote {
+// newRemote is a Remote of the application app (test-app when not given).
+func newRemote(t *testing.T, s spill.ObjectStore, limit int64, app ...string) *spill.Remote {
 	t.Helper()
-	rt, err := spill.NewRemote(spill.RemoteConfig{Store: s, Limit: limit, LimitSetting: "test.remote.maxSize"})
+	application := "test-app"
+	if len(app) > 0 {
+		application = app[0]
+	}
+	rt, err := spill.NewRemote(spill.RemoteConfig{Store: s, Limit: limit, LimitSetting: "test.remote.maxSize", Application: application})
 	require.NoError(t, err)
 	return rt
 }

@@ -30,7 +30,11 @@ func (s noStore) ReadAt(context.Context, string, []byte, int64) (int, error) {
 	return 0, s.called("get")
 }
 func (s noStore) Delete(context.Context, string) error { return s.called("delete") }
-func (s noStore) List(context.Context, string) ([]string, error) {
+func (s noStore) ListUploads(context.Context, string) ([]spill.PendingUpload, error) {
+	return nil, s.called("list uploads")
+}
+func (s noStore) AbortUpload(context.Context, string, string) error { return s.called("abort upload") }
+func (s noStore) List(context.Context, string) ([]spill.ObjectInfo, error) {
 	return nil, s.called("list")
 }
 
@@ -42,7 +46,7 @@ func TestRemoteUnusedTouchesNothing(t *testing.T) {
 	var mu sync.Mutex
 	roots, err := spill.NewRoots(dirs)
 	require.NoError(t, err)
-	rt, err := spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1 << 30})
+	rt, err := spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1 << 30, Application: "test"})
 	require.NoError(t, err)
 	m, err := spill.New(spill.Config{Roots: roots, Limit: 100, FS: recordingFS(&ops, &mu), Remote: rt})
 	require.NoError(t, err)
@@ -56,7 +60,7 @@ func TestRemoteUnusedTouchesNothing(t *testing.T) {
 func TestRemoteIsOnlyForFramedFilesNoRootTakes(t *testing.T) {
 	roots, err := spill.NewRoots(tempRoots(t, 1))
 	require.NoError(t, err)
-	rt, err := spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1 << 30})
+	rt, err := spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1 << 30, Application: "test"})
 	require.NoError(t, err)
 	m, err := spill.New(spill.Config{Roots: roots, Limit: 1 << 30, Remote: rt})
 	require.NoError(t, err)
@@ -79,6 +83,6 @@ func TestNewRemoteRefusesABadConfig(t *testing.T) {
 	_, err := spill.NewRemote(spill.RemoteConfig{Limit: 1})
 	var cfg *spill.ConfigError
 	require.ErrorAs(t, err, &cfg)
-	_, err = spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: -1})
+	_, err = spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: -1, Application: "test"})
 	require.ErrorAs(t, err, &cfg)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -154,8 +155,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // List lists the objects under prefix, leaving out keys that end in "/".
-func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
+func (s *Store) List(ctx context.Context, prefix string) ([]spill.ObjectInfo, error) {
+	var objs []spill.ObjectInfo
 	for o := range s.core.Client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix + prefix, Recursive: true}) {
 		if o.Err != nil {
 			return nil, o.Err
@@ -163,9 +164,40 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 		if strings.HasSuffix(o.Key, "/") {
 			continue // a directory marker (a filesystem backend lists its dirs so), never an object of ours
 		}
-		keys = append(keys, strings.TrimPrefix(o.Key, s.prefix))
+		objs = append(objs, spill.ObjectInfo{Key: strings.TrimPrefix(o.Key, s.prefix), Modified: o.LastModified})
 	}
-	return keys, nil
+	return objs, nil
+}
+
+// ListUploads lists the incomplete multipart uploads under prefix, page by page.
+func (s *Store) ListUploads(ctx context.Context, prefix string) ([]spill.PendingUpload, error) {
+	var ups []spill.PendingUpload
+	keyMarker, idMarker := "", ""
+	for {
+		page, err := s.core.ListMultipartUploads(ctx, s.bucket, s.prefix+prefix, keyMarker, idMarker, "", 1000)
+		if r := minio.ToErrorResponse(err); r.StatusCode == http.StatusNotImplemented || r.Code == "NotImplemented" {
+			return nil, spill.ErrUploadsNotListed // s3proxy's, among others
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range page.Uploads {
+			ups = append(ups, spill.PendingUpload{Key: strings.TrimPrefix(u.Key, s.prefix), ID: u.UploadID, Started: u.Initiated})
+		}
+		if !page.IsTruncated || (page.NextKeyMarker == keyMarker && page.NextUploadIDMarker == idMarker) {
+			return ups, nil
+		}
+		keyMarker, idMarker = page.NextKeyMarker, page.NextUploadIDMarker
+	}
+}
+
+// AbortUpload aborts an upload of ListUploads; one already gone is no error.
+func (s *Store) AbortUpload(ctx context.Context, key, id string) error {
+	err := s.core.AbortMultipartUpload(ctx, s.bucket, s.prefix+key, id)
+	if code := minio.ToErrorResponse(err).Code; code == "NoSuchUpload" {
+		return nil
+	}
+	return err
 }
 
 // upload is a multipart upload; its parts are kept for Complete.
