@@ -55,23 +55,7 @@ func (r *Registry) ConfigureRemote(s RemoteSettings) error {
 	if s.MaxSize < 0 {
 		return &ArgumentError{Reason: fmt.Sprintf("%s is negative (%d); give 0 or more bytes", RemoteMaxSizeKey, s.MaxSize)}
 	}
-	u, err := url.Parse(s.URI)
-	if err != nil {
-		return &ArgumentError{Reason: fmt.Sprintf("%s %q is not a URI; give s3a://bucket/prefix", RemoteURIKey, s.URI)}
-	}
-	var store interface {
-		spill.ObjectStore
-		Probe(context.Context) error
-	}
-	switch u.Scheme {
-	case "s3a", "s3":
-		store, err = s3store.New(s3store.Config{
-			URI: s.URI, Endpoint: s.Endpoint, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey,
-			PathStyle: s.PathStyle, SSL: s.SSL, Settings: remoteSettingNames,
-		})
-	default:
-		return &ArgumentError{Reason: fmt.Sprintf("%s %q: the scheme %q is not supported; give s3a://bucket/prefix or s3://bucket/prefix", RemoteURIKey, s.URI, u.Scheme)}
-	}
+	store, err := newRemoteStore(s)
 	if err != nil {
 		return err
 	}
@@ -85,6 +69,34 @@ func (r *Registry) ConfigureRemote(s RemoteSettings) error {
 	}
 	r.remote.Store(rt)
 	return nil
+}
+
+// probedStore is an object store that can be probed before the tier takes it.
+type probedStore interface {
+	spill.ObjectStore
+	Probe(context.Context) error
+}
+
+// newRemoteStore builds the store for the settings' URI scheme; it makes no call. A bad value is
+// an *ArgumentError or a *spill.ConfigError naming its key.
+func newRemoteStore(s RemoteSettings) (probedStore, error) {
+	u, err := url.Parse(s.URI)
+	if err != nil {
+		return nil, &ArgumentError{Reason: fmt.Sprintf("%s %q is not a URI; give s3a://bucket/prefix", RemoteURIKey, s.URI)}
+	}
+	switch u.Scheme {
+	case "s3a", "s3":
+		st, err := s3store.New(s3store.Config{
+			URI: s.URI, Endpoint: s.Endpoint, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey,
+			PathStyle: s.PathStyle, SSL: s.SSL, Settings: remoteSettingNames,
+		})
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return st, nil
+	default:
+		return nil, &ArgumentError{Reason: fmt.Sprintf("%s %q: the scheme %q is not supported; give s3a://bucket/prefix or s3://bucket/prefix", RemoteURIKey, s.URI, u.Scheme)}
+	}
 }
 
 // Remote is the remote tier plans created now take; nil when none is configured.

@@ -156,10 +156,13 @@ public final class NativeSpill {
    * carries a setting's value but the URI and the endpoint. An empty URI takes the tier away from
    * the plans created from now on, and probes nothing.
    *
-   * @param settings five strings, {@code ""} for unset: {@code spark.spillway.remote.uri}
+   * @param settings six strings, {@code ""} for unset: {@code spark.spillway.remote.uri}
    *     ({@code s3a://bucket/prefix} or {@code s3://bucket/prefix}), then Hadoop's {@code
    *     fs.s3a.endpoint}, {@code fs.s3a.endpoint.region}, {@code fs.s3a.access.key} and {@code
-   *     fs.s3a.secret.key} (both keys or neither: neither takes the standard credential chain)
+   *     fs.s3a.secret.key} (both keys or neither: neither takes the standard credential chain),
+   *     then the application's name in the store, which the driver's plugin chose: the
+   *     executor's files go under the application's prefix, {@code spillway-app-<name>/}, which
+   *     the driver marks alive and removes at its end
    * @param pathStyle {@code fs.s3a.path.style.access}
    * @param ssl {@code fs.s3a.connection.ssl.enabled}, for an endpoint given without a scheme
    * @param maxSize {@code spark.spillway.remote.maxSize}: bytes all remote files may hold together
@@ -169,6 +172,48 @@ public final class NativeSpill {
    *     answers at, a missing bucket, refused credentials) and names the key to fix
    */
   public static native void configureRemote(String[] settings, boolean pathStyle, boolean ssl, long maxSize)
+      throws IOException;
+
+  // ---- The remote tier's sweep, for the driver. Each call builds its own store from the
+  // settings (as configureRemote takes them) and changes no tier of this process. ----
+
+  /** How many longs {@link #sweepRemote} and {@link #removeRemoteApplication} fill. */
+  public static final int SWEEP_RESULT_LEN = 4;
+
+  /**
+   * Marks the settings' application alive in the store: rewrites one small object under its
+   * prefix, so that no other application's sweep takes the prefix. Call it more often than the
+   * sweeps' age.
+   *
+   * @throws IllegalArgumentException for a bad setting, naming the key
+   * @throws IOException if the store refused the call
+   */
+  public static native void markRemoteApplication(String[] settings, boolean pathStyle, boolean ssl)
+      throws IOException;
+
+  /**
+   * Marks the settings' application alive, then removes what killed applications left: every other
+   * prefix of Spillway's under the URI whose newest object or upload is older than {@code
+   * olderThanMillis} by the store's clock (objects deleted, uploads aborted).
+   *
+   * @param out at least {@link #SWEEP_RESULT_LEN} longs, filled even when the sweep throws: prefixes
+   *     removed, objects deleted, uploads aborted, and 1 if the store cannot list uploads (abandoned
+   *     ones are then left to the bucket's lifecycle rule)
+   * @throws IllegalArgumentException for a bad setting or a non-positive age
+   * @throws IOException if some calls failed; what could be removed was
+   */
+  public static native void sweepRemote(String[] settings, boolean pathStyle, boolean ssl, long olderThanMillis,
+      long[] out) throws IOException;
+
+  /**
+   * Removes every object and upload under the settings' application prefix, its marker included:
+   * the driver's call at the application's end.
+   *
+   * @param out as {@link #sweepRemote}'s
+   * @throws IllegalArgumentException for a bad setting
+   * @throws IOException if some calls failed; what could be removed was
+   */
+  public static native void removeRemoteApplication(String[] settings, boolean pathStyle, boolean ssl, long[] out)
       throws IOException;
 
   /**
