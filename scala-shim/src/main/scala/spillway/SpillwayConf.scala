@@ -64,11 +64,14 @@ object SpillwayConf {
       "Read once per executor, from the Spark conf (`--conf`), when its first plan is created; a session value " +
         "does not change it.")
 
+    case object Driver extends Scope("driver",
+      "Read once by the driver, from the Spark conf (`--conf`), when the application starts.")
+
     case object Session extends Scope("per session",
       "Read from the session's conf (`spark.conf.set`, `SET`, else the Spark conf) when a query is planned.")
 
     /** In the order of the configuration page's legend. */
-    def All: Seq[Scope] = Seq(PerPlan, PerSort, Executor, Session)
+    def All: Seq[Scope] = Seq(PerPlan, PerSort, Executor, Driver, Session)
   }
 
   // ---- Types: how a value is written, parsed and checked. ----
@@ -135,11 +138,12 @@ object SpillwayConf {
    * A duration as Spark writes them (`60s`, `2min`, `500ms`; a bare number is milliseconds), not
    * negative, in milliseconds; `expected` says what to write instead of a bad value.
    */
-  final case class Time(expected: String) extends ValueType[Long] {
-    def describe: String = "a time as Spark writes them (`60s`, `2min`, `500ms`; a bare number is milliseconds)"
+  final case class Time(expected: String, minimum: Long = 0) extends ValueType[Long] {
+    def describe: String =
+      s"a ${if (minimum > 0) "positive " else ""}time as Spark writes them (`60s`, `2min`, `500ms`; a bare number is milliseconds)"
 
     def parse(raw: String): Either[String, Long] =
-      scala.util.Try(JavaUtils.timeStringAsMs(raw.trim)).toOption.filter(_ >= 0).toRight(s"expected $expected")
+      scala.util.Try(JavaUtils.timeStringAsMs(raw.trim)).toOption.filter(_ >= minimum).toRight(s"expected $expected")
   }
 
   /** A switch: `true` or `false`, in any case, spaces around. */
@@ -274,7 +278,7 @@ object SpillwayConf {
     def followingSpark(spark: String): Declaration = new Declaration(key, scope, into, checked, docText, Some(spark))
 
     def bytes(minimum: Long = 0, allowUnlimited: Boolean = false): Typed[Long] = typed(ByteSize(minimum, allowUnlimited))
-    def time(expected: String): Typed[Long] = typed(Time(expected))
+    def time(expected: String, minimum: Long = 0): Typed[Long] = typed(Time(expected, minimum))
     def switch: Typed[Boolean] = typed(Switch)
     def oneOf(values: Seq[String], ignoreCase: Boolean, listed: String): Typed[String] = typed(OneOf(values, ignoreCase, listed))
     def intRange(min: Int, max: Int, noun: String = "value"): Typed[Int] = typed(IntRange(min, max, noun))
@@ -396,6 +400,19 @@ object SpillwayConf {
       key.""")
     .bytes(allowUnlimited = true)
     .withDefault(Unlimited)
+
+  /**
+   * The age past which the driver's sweep takes another application's remote prefix for a killed
+   * one's. The driver marks its own prefix alive every quarter of it (RemoteMarksPerAge).
+   */
+  val RemoteOrphanAge: Setting[Long] = setting("spark.spillway.remote.orphanAge", Scope.Driver)
+    .doc("""With `spark.spillway.remote.uri`: at its start, the driver removes what killed applications left in the
+      store, every application prefix of Spillway's under the URI whose newest object is older than this (by the
+      store's clock), and it marks its own prefix alive every quarter of it. Applications that share a URI must
+      share this age; give it well above the longest pause of a driver. At its end the driver removes its own
+      prefix.""")
+    .time("a positive time such as 1h or 30min", minimum = 1)
+    .withDefault("1h")
 
   // ---- The Spark keys Spillway follows: executor-wide, read once per executor (SparkEnv). ----
 
@@ -540,13 +557,14 @@ object SpillwayConf {
   }
 
   /**
-   * The remote tier of an executor with `conf` ([[RemoteUri]]), or None when the URI is not set.
+   * The remote tier of an application with `conf` ([[RemoteUri]]), or None when the URI is not set;
+   * its files go under the prefix of `application` (the name the driver's plugin chose).
    * The S3A keys are read per bucket first, as S3A reads them; a switch that is not `true` or
    * `false` reads as its default, as Hadoop reads it.
    *
    * @throws IllegalArgumentException naming the key, for a bad URI or size
    */
-  def remoteTier(conf: SparkConf): Option[RemoteTier] = {
+  def remoteTier(conf: SparkConf, application: String): Option[RemoteTier] = {
     val uri = RemoteUri.in(conf)
     if (uri.isEmpty) return None
     val bucket = uri.split("/")(2)
@@ -555,7 +573,8 @@ object SpillwayConf {
       conf.getOption(s"spark.hadoop.fs.s3a.bucket.$bucket.$name").orElse(conf.getOption(s.key)).map(_.trim)
     }
     def switch(s: Setting[Boolean]): Boolean = s3a(s).flatMap(Switch.parse(_).toOption).getOrElse(s.defaultValue)
-    val settings = Array(uri) ++ Seq(S3AEndpoint, S3ARegion, S3AAccessKey, S3ASecretKey).map(s3a(_).getOrElse(""))
+    val settings = Array(uri) ++ Seq(S3AEndpoint, S3ARegion, S3AAccessKey, S3ASecretKey).map(s3a(_).getOrElse("")) :+
+      application
     Some(new RemoteTier(uri, settings, switch(S3APathStyle), switch(S3ASsl), RemoteMaxSize.in(conf)))
   }
 

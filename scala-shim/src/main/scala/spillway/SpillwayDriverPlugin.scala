@@ -34,6 +34,7 @@ class SpillwayDriverPlugin extends DriverPlugin {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
   @volatile private var sc: SparkContext = _
   private val failed = new AtomicBoolean(false)
+  @volatile private var sweeper: Option[RemoteSweeper] = None
 
   override def init(sc: SparkContext, ctx: PluginContext): JMap[String, String] = {
     this.sc = sc
@@ -49,7 +50,7 @@ class SpillwayDriverPlugin extends DriverPlugin {
         }
     })
     startEvents(sc)
-    java.util.Collections.emptyMap()
+    remoteApplication(sc).asJava
   }
 
   // Spillway's events (SpillwayEvents.scala): the executors' reports summed per stage, the SQL
@@ -65,6 +66,30 @@ class SpillwayDriverPlugin extends DriverPlugin {
     sc.addSparkListener(new spillway.sql.SqlSortReports(post))
     org.apache.spark.spillway.ui.SpillwayTab.attachLive(sc)
   }
+
+  /**
+   * With the remote tier configured: names this application's prefix in the store, for the
+   * executors' plugins (as extra conf: spark.app.id is not known yet when plugins start, and an
+   * executor of local mode starts before it is), and starts the [[RemoteSweeper]].
+   */
+  private def remoteApplication(sc: SparkContext): Map[String, String] = {
+    val name = SpillwayDriverPlugin.newApplicationName()
+    SpillwayConf.remoteTier(sc.getConf, name).fold(Map.empty[String, String]) { tier =>
+      log.info(s"Spillway: this application's remote spill files go under ${tier.uri}/spillway-app-$name/")
+      try {
+        NativeLoader.load()
+        val s = new RemoteSweeper(tier, SpillwayConf.RemoteOrphanAge.in(sc.getConf))
+        s.start()
+        sweeper = Some(s)
+      } catch {
+        case e: UnsatisfiedLinkError =>
+          log.warn(s"Spillway: the driver cannot load the library, so it sweeps nothing from ${tier.uri}: ${e.getMessage}")
+      }
+      Map(SpillwayDriverPlugin.RemoteApplicationKey -> name)
+    }
+  }
+
+  override def shutdown(): Unit = sweeper.foreach(_.stop())
 
   override def receive(message: AnyRef): AnyRef = message match {
     case f: SpillwayExecutorFailed =>
@@ -112,6 +137,13 @@ class SpillwayDriverPlugin extends DriverPlugin {
 }
 
 object SpillwayDriverPlugin {
+  /** The extra conf key under which the driver gives the executors their remote application's name. */
+  val RemoteApplicationKey = "remote.application"
+
+  /** A name for an application's prefix in the remote tier, unique to this run of it. */
+  def newApplicationName(): String =
+    f"${System.currentTimeMillis()}%d-${java.util.UUID.randomUUID().toString.take(8)}"
+
   private val ExtensionClass = "spillway.SpillwayExtensions"
 
   /**

@@ -44,7 +44,7 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
         reportToDriver(ctx, SpillwayExecutorFailed(ctx.executorID(), hostName, message))
         throw new IllegalStateException(message, e)
     }
-    val remote = configureRemote(ctx)
+    val remote = configureRemote(ctx, extraConf)
     val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
     val (dirs, listFailures) = OrphanSweep.blockManagerDirs(localDirs)
     val (removed, sweepFailures) = OrphanSweep.sweep(dirs)
@@ -65,10 +65,12 @@ class SpillwayExecutorPlugin extends ExecutorPlugin {
    * Puts the remote tier, if `spark.spillway.remote.uri` is set, behind this executor's local dirs,
    * once its store answered the probe. A store that does not (a wrong endpoint, a missing bucket,
    * refused credentials) fails the executor here, as a library that cannot load does, with the
-   * library's message naming the key to fix: not at the first spill, an hour into the job.
+   * library's message naming the key to fix: not at the first spill, an hour into the job. Its
+   * files go under the application prefix the driver's plugin named (extra conf).
    */
-  private def configureRemote(ctx: PluginContext): Option[SpillwayConf.RemoteTier] = {
-    val remote = SpillwayConf.remoteTier(SparkEnv.get.conf)
+  private def configureRemote(ctx: PluginContext, extraConf: JMap[String, String]): Option[SpillwayConf.RemoteTier] = {
+    val application = Option(extraConf.get(SpillwayDriverPlugin.RemoteApplicationKey)).getOrElse("")
+    val remote = SpillwayConf.remoteTier(SparkEnv.get.conf, application)
     remote.foreach { r =>
       try NativeSpill.configureRemote(r.settings, r.pathStyle, r.ssl, r.maxSize)
       catch {

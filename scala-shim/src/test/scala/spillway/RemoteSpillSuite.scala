@@ -6,16 +6,20 @@ import org.apache.spark.SparkException
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.functions.col
 import org.scalatest.BeforeAndAfterAll
+import org.scalatest.concurrent.Eventually._
+import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.funsuite.AnyFunSuite
 
 /**
  * The remote tier in Spark, against a real S3-compatible server (s3proxy on loopback, started by
  * project/s3-server.sh around the JVM suites): a native SQL sort whose spill is larger than its
  * only local dir, a small real tmpfs, fails there as it always did without the tier, and succeeds
- * through the tier with Spark's result, leaving nothing in the bucket; a store that refuses the
+ * through the tier with Spark's result, leaving nothing in the bucket once the driver removed its
+ * application's prefix; the driver sweeps what a killed application left; a store that refuses the
  * credentials fails the executor at start, naming the key and never the secret.
  */
 class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
+  private val ApplicationMarker = "alive" // spill.ApplicationMarker
   private def env(name: String): String =
     sys.env.getOrElse(name, fail(s"$name is not set: run the JVM suites through project/s3-server.sh (make test-jvm)"))
 
@@ -78,7 +82,7 @@ class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
   private def withTinyLocalDir[T](body: String => T): T = RealMounts.withTmpfs("size=4m")(dir => body(dir.toString))
 
   override def afterAll(): Unit =
-    try NativeSpill.configureRemote(Array("", "", "", "", ""), false, false, 0) // no tier for later suites
+    try NativeSpill.configureRemote(Array("", "", "", "", "", ""), false, false, 0) // no tier for later suites
     finally super.afterAll()
 
   test("without the tier, a sort whose runs outgrow the only local dir fails as it always did") {
@@ -117,9 +121,40 @@ class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
         assert(delta("bytesSpilled") > (8L << 20), s"more spilled than the 4 MiB tmpfs holds: $delta")
         assert(delta("remoteBytesSpilled") > 0, delta)
         assert(NativeStats.read()("livePlans") == 0)
-        assert(leftInBucket().isEmpty, "the task's plans removed their objects")
+        assert(leftInBucket().forall(_.endsWith("/" + ApplicationMarker)), s"the task's plans removed their objects: ${leftInBucket()}")
         assert(TestFiles.spillDirsUnder(Seq(dir)).isEmpty)
       }
+      assert(leftInBucket().isEmpty, "the driver removed its application's prefix at its end")
+    }
+  }
+
+  test("the driver sweeps what a killed application left at its start, and spares a live one") {
+    // Planted in the server's backend, whose files' times are the objects' times.
+    def plant(key: String, ageMs: Long): Unit = {
+      val f = bucketFiles.resolve(s"$prefix/$key")
+      Files.createDirectories(f.getParent)
+      Files.write(f, "x".getBytes)
+      Files.setLastModifiedTime(f, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - ageMs))
+    }
+    val hour = java.util.concurrent.TimeUnit.HOURS.toMillis(1)
+    plant("spillway-app-killed/spillway-1/spillway-2/spill-3", 2 * hour)
+    plant("spillway-app-killed/alive", 2 * hour)
+    plant("spillway-app-running/alive", 0)
+    plant("not-ours/data", 2 * hour)
+    try withTinyLocalDir { dir =>
+      withSpark(dir, remoteConf(env("SPILLWAY_S3_SECRET_KEY")) + (SpillwayConf.RemoteOrphanAge.key -> "1h")) { _ =>
+        eventually(timeout(Span(60, Seconds)), interval(Span(200, Millis))) {
+          assert(!leftInBucket().exists(_.contains("spillway-app-killed")), leftInBucket())
+        }
+        val left = leftInBucket()
+        assert(left.exists(_.contains("spillway-app-running")), left)
+        assert(left.exists(_.contains("not-ours")), left)
+        assert(left.count(_.endsWith("/" + ApplicationMarker)) == 2, s"this application's marker and the running one's: $left")
+      }
+      assert(leftInBucket().map(k => k.substring(k.indexOf(prefix) + prefix.length + 1)).sorted ==
+        Seq("not-ours/data", "spillway-app-running/alive"))
+    } finally {
+      Seq("spillway-app-killed", "spillway-app-running", "not-ours").foreach(d => TestFiles.deleteRecursively(bucketFiles.resolve(s"$prefix/$d")))
     }
   }
 }

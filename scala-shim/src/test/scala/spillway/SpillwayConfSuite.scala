@@ -36,6 +36,8 @@ class SpillwayConfSuite extends AnyFunSuite with LocalSpark {
     assert(rejected(Budget, "-1m") == s"Invalid value '-1m' for $Budget: must not be negative; expected a positive " +
       "byte size such as 512m or 10g (units b, k, m, g, t, p; binary, 1k = 1024), or unlimited")
     assert(rejected(Budget, "0").contains("must be positive"))
+    val age = SpillwayConf.RemoteOrphanAge.key
+    assert(rejected(age, "0").startsWith(s"Invalid value '0' for $age: expected a positive time such as 1h"), rejected(age, "0"))
     // Every bad value at once, not one per attempt.
     val both = intercept[IllegalArgumentException](SpillwayConf.validate(conf(Limit -> "10x", Budget -> "0"))).getMessage
     assert(both.contains(Limit) && both.contains(Budget), both)
