@@ -29,7 +29,8 @@ import (
 const RemotePartSize = 8 << 20
 
 // RemoteCallTimeout bounds each call to the object store, retries by the client included: a
-// store that does not answer fails the spill with an error rather than hanging the task.
+// store that does not answer fails the spill with an error rather than hanging the task. It is
+// the default of RemoteConfig.CallTimeout.
 const RemoteCallTimeout = 2 * time.Minute
 
 // RemoteKeyBits is the AES key size that seals remote files when the Format seals nothing.
@@ -42,6 +43,7 @@ type Remote struct {
 	prefix  string // this process's prefix in the store: spillway-app-<application>/spillway-<random>/
 	limit   int64
 	setting string
+	timeout time.Duration // each call's bound: RemoteConfig.CallTimeout
 	used    atomic.Int64
 
 	keyOnce sync.Once
@@ -61,6 +63,11 @@ type RemoteConfig struct {
 	// one application share its prefix, which SweepApplications and RemoveApplication remove as
 	// one (remotesweep.go). Required; letters, digits, '.', '_' and '-' (ApplicationName makes one).
 	Application string
+	// CallTimeout bounds each call to the store (a PUT, a part, a completion, an abort, a ranged
+	// GET, a delete, the listing and removal of a plan's prefix), the client's retries and their
+	// backoff included: a call still unanswered then fails with a *RemoteError whose cause is
+	// context.DeadlineExceeded. 0 means RemoteCallTimeout; negative is a *ConfigError.
+	CallTimeout time.Duration
 }
 
 // NewRemote returns a Remote over cfg.Store. It makes no call to the store: the caller checks
@@ -72,11 +79,18 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 	if cfg.Limit < 0 {
 		return nil, &ConfigError{Reason: "the remote spill limit is negative (" + formatBytes(cfg.Limit) + "); give 0 or more bytes"}
 	}
+	if cfg.CallTimeout < 0 {
+		return nil, &ConfigError{Reason: "the remote call timeout is negative (" + cfg.CallTimeout.String() + "); give 0 for the default or a positive duration"}
+	}
 	if err := checkApplication(cfg.Application); err != nil {
 		return nil, err
 	}
+	timeout := cfg.CallTimeout
+	if timeout == 0 {
+		timeout = RemoteCallTimeout
+	}
 	prefix := ApplicationPrefix + cfg.Application + "/" + DirPrefix + crand.Text() + "/"
-	return &Remote{store: cfg.Store, prefix: prefix, limit: cfg.Limit, setting: cfg.LimitSetting}, nil
+	return &Remote{store: cfg.Store, prefix: prefix, limit: cfg.Limit, setting: cfg.LimitSetting, timeout: timeout}, nil
 }
 
 // Location names the store, as its ObjectStore does.
@@ -116,8 +130,12 @@ func (rt *Remote) reserve(n int64) error {
 
 func (rt *Remote) unreserve(n int64) { rt.used.Add(-n) }
 
-func remoteContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), RemoteCallTimeout)
+// CallTimeout is the bound of each call to the store (RemoteConfig.CallTimeout).
+func (rt *Remote) CallTimeout() time.Duration { return rt.timeout }
+
+// callContext bounds one call to the store, retries included.
+func (rt *Remote) callContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), rt.timeout)
 }
 
 // RemoteError is a call to the object store that failed: which call, on which object (its
@@ -185,7 +203,7 @@ func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
 
 // sendPart sends the buffer as the next part, starting the upload on the first.
 func (h *remoteFile) sendPart() error {
-	ctx, cancel := remoteContext()
+	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	if h.upload == nil {
 		u, err := h.rt.store.StartUpload(ctx, h.key)
@@ -212,7 +230,7 @@ func (h *remoteFile) finish() error {
 	case h.finished:
 		return nil
 	}
-	ctx, cancel := remoteContext()
+	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	if h.upload == nil {
 		if err := h.rt.store.Put(ctx, h.key, *h.buf); err != nil {
@@ -247,7 +265,7 @@ func (h *remoteFile) abort() {
 	if h.upload == nil {
 		return
 	}
-	ctx, cancel := remoteContext()
+	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	// A failed abort leaves parts that the bucket's lifecycle rule for incomplete multipart
 	// uploads removes; the spill has failed already.
@@ -268,7 +286,7 @@ func (h *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 	if !h.finished {
 		return 0, ErrNotFinished
 	}
-	ctx, cancel := remoteContext()
+	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	n, err := h.rt.store.ReadAt(ctx, h.key, p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -300,7 +318,7 @@ func (h *remoteFile) remove() error {
 	if !h.finished {
 		return nil
 	}
-	ctx, cancel := remoteContext()
+	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	if err := h.rt.store.Delete(ctx, h.key); err != nil {
 		return &RemoteError{Op: "delete", Location: h.location, Err: err}
@@ -331,7 +349,7 @@ func (m *Manager) createRemote(s *spillState) *File {
 // removeRemotePrefix deletes every object left under the manager's prefix (a delete that failed
 // at a file's release, say), after its files were discarded.
 func (m *Manager) removeRemotePrefix(prefix string) error {
-	ctx, cancel := remoteContext()
+	ctx, cancel := m.remote.callContext()
 	defer cancel()
 	_, err := removeUnder(ctx, m.remote.store, prefix)
 	return err

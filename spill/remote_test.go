@@ -5,6 +5,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,4 +86,16 @@ func TestNewRemoteRefusesABadConfig(t *testing.T) {
 	require.ErrorAs(t, err, &cfg)
 	_, err = spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: -1, Application: "test"})
 	require.ErrorAs(t, err, &cfg)
+	_, err = spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1, Application: "test", CallTimeout: -time.Second})
+	require.ErrorAs(t, err, &cfg)
+}
+
+// CallTimeout's contract: 0 is RemoteCallTimeout, any other bound is kept.
+func TestRemoteCallTimeoutDefaultsToRemoteCallTimeout(t *testing.T) {
+	rt, err := spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1, Application: "test"})
+	require.NoError(t, err)
+	require.Equal(t, spill.RemoteCallTimeout, rt.CallTimeout())
+	rt, err = spill.NewRemote(spill.RemoteConfig{Store: noStore{t}, Limit: 1, Application: "test", CallTimeout: 3 * time.Second})
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Second, rt.CallTimeout())
 }

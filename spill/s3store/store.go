@@ -22,7 +22,7 @@ import (
 
 // MaxRetries is how many times the client sends a request that failed in a way worth retrying
 // (a dropped connection, a 5xx, 503 SlowDown), with its own exponential backoff in between; the
-// caller's context (spill.RemoteCallTimeout) bounds the whole.
+// caller's context (spill.RemoteConfig.CallTimeout) bounds the whole.
 const MaxRetries = 5
 
 // DefaultEndpoint is the endpoint when none is given: AWS S3, whose regional endpoints the client
