@@ -11,6 +11,10 @@
 #   SPILLWAY_S3_BUCKET      an empty bucket that exists
 #   SPILLWAY_S3_DATA        the dir that holds the bucket's files (the backend's own view: parts
 #                           of uploads in progress included)
+#   SPILLWAY_S3_JAR         the s3proxy jar, for a test that starts (and kills, and restarts) a
+#                           server of its own: `java -jar $SPILLWAY_S3_JAR --properties FILE` with
+#                           the properties above, its own endpoint and basedir, and the same
+#                           access and secret keys (spill/internal/s3server does that)
 #
 # The jar (jar-with-dependencies, S3PROXY_VERSION) is fetched into the local Maven repository
 # with mvn on first use. Needs java (17) and mvn. Every wait is bounded.
@@ -77,5 +81,5 @@ echo "s3-server: s3proxy $S3PROXY_VERSION on 127.0.0.1:$port, bucket $bucket"
 status=0
 SPILLWAY_S3_ENDPOINT="http://127.0.0.1:$port" SPILLWAY_S3_ACCESS_KEY="$access" \
 	SPILLWAY_S3_SECRET_KEY="$secret" SPILLWAY_S3_BUCKET="$bucket" SPILLWAY_S3_DATA="$work/data/$bucket" \
-	"$@" || status=$?
+	SPILLWAY_S3_JAR="$jar" "$@" || status=$?
 exit "$status"
