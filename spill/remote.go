@@ -253,24 +253,29 @@ func (h *remoteFile) finish() error {
 	return nil
 }
 
-// fail aborts the upload, if one was started, and makes err the answer to every later write.
+// fail aborts the upload, if one was started, and makes err the answer to every later write. An
+// abort that fails (the store is down, say) keeps the upload, for remove to abort again.
 func (h *remoteFile) fail(err error) error {
-	h.abort()
+	_ = h.abort()
 	h.dead = err
 	h.dropBuffer()
 	return err
 }
 
-func (h *remoteFile) abort() {
+// abort aborts the upload in progress, if any. If the abort fails the upload is kept: its parts
+// are in the store, and only an abort (or the bucket's lifecycle rule for incomplete multipart
+// uploads) removes them.
+func (h *remoteFile) abort() error {
 	if h.upload == nil {
-		return
+		return nil
 	}
 	ctx, cancel := h.rt.callContext()
 	defer cancel()
-	// A failed abort leaves parts that the bucket's lifecycle rule for incomplete multipart
-	// uploads removes; the spill has failed already.
-	_ = h.upload.Abort(ctx)
+	if err := h.upload.Abort(ctx); err != nil {
+		return &RemoteError{Op: "abort upload", Location: h.location, Err: err}
+	}
 	h.upload = nil
+	return nil
 }
 
 func (h *remoteFile) dropBuffer() {
@@ -304,17 +309,22 @@ func (h *remoteFile) Truncate(size int64) error {
 	return nil
 }
 
-// Close drops the buffer and aborts an unfinished upload; the object, if any, stays until remove.
+// Close drops the buffer and aborts an unfinished upload; the object, if any, stays until remove,
+// and so does an upload whose abort failed.
 func (h *remoteFile) Close() error {
-	h.abort()
+	err := h.abort()
 	h.dropBuffer()
-	return nil
+	return err
 }
 
-// remove deletes the object, if one was made.
+// remove aborts an upload still in progress (one whose abort failed before included) and deletes
+// the object, if one was made. While either fails the file keeps its bytes counted, and a later
+// Release or the manager's Close tries again.
 func (h *remoteFile) remove() error {
-	h.abort()
 	h.dropBuffer()
+	if err := h.abort(); err != nil {
+		return err
+	}
 	if !h.finished {
 		return nil
 	}
