@@ -135,7 +135,7 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if err := opts.SetRange(off, off+int64(len(p))-1); err != nil {
 		return 0, err
 	}
-	body, _, _, err := s.core.GetObject(ctx, s.bucket, s.prefix+key, opts)
+	body, info, header, err := s.core.GetObject(ctx, s.bucket, s.prefix+key, opts)
 	if err != nil {
 		if minio.ToErrorResponse(err).Code == "InvalidRange" { // off is at or past the end
 			return 0, io.EOF
@@ -144,10 +144,29 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	}
 	defer body.Close()
 	n, err := io.ReadFull(body, p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		// The body ended before p was full: at the object's end if the response said it would
+		// be this short, else the response was cut (a dropped connection, a server that died
+		// mid-response), which is a failed get, never a file that ends early.
+		if want := responseLength(info, header); want >= 0 && int64(n) < want {
+			return n, fmt.Errorf("the response ended after %d of its %d bytes: %w", n, want, io.ErrUnexpectedEOF)
+		}
 		err = io.EOF
 	}
 	return n, err
+}
+
+// responseLength is the bytes a ranged GET's response says its body holds (Content-Length, else
+// Content-Range), or -1 when it says neither.
+func responseLength(info minio.ObjectInfo, header http.Header) int64 {
+	if info.Size >= 0 {
+		return info.Size
+	}
+	var from, to int64
+	if _, err := fmt.Sscanf(header.Get("Content-Range"), "bytes %d-%d/", &from, &to); err == nil && to >= from {
+		return to - from + 1
+	}
+	return -1
 }
 
 func (s *Store) Delete(ctx context.Context, key string) error {
