@@ -61,9 +61,10 @@ func ownStore(t *testing.T, srv *s3server.Server) *s3store.Store {
 }
 
 // ownBackend is every file the server's filesystem backend holds in the bucket, by path under
-// it. s3proxy keeps the parts of an upload in progress as files of their own beside the objects,
-// named .mpus-<key>-<upload id>... ; S3 lists none of them, and the backend answers 501 to
-// ListMultipartUploads, so this is the only place where the parts an abort failed to drop show.
+// it. s3proxy keeps an upload in progress as files of its own beside the objects: a file named by
+// the upload id, and .mpus-<upload id>-<key>-stub and .mpus-<upload id>-<key>-<part number> for
+// each part sent. S3 lists none of them, and the backend answers 501 to ListMultipartUploads, so
+// this is the only place where the parts an abort failed to drop show.
 func ownBackend(t *testing.T, srv *s3server.Server) []string {
 	t.Helper()
 	var files []string
