@@ -22,8 +22,8 @@ final case class TaskSpillReport(spills: SpillwayStageSpills)
  *    spilled ([[taskSpilled]]). A plan that never spilled sends nothing and reads nothing.
  *  - Every `spark.spillway.ui.updateInterval` (and once when the executor stops), the executor's
  *    state ([[SpillwayExecutorUpdate]]): the library's counters (one JNI call) and each local dir's
- *    free space and whether it is a writable directory (a statfs and two stats each), on a daemon
- *    thread of its own.
+ *    free space, whether it is a writable directory (a statfs and two stats each) and the bytes of
+ *    the files in its plan dirs (a listing of it and of each plan dir), on a daemon thread of its own.
  */
 object ExecutorReports {
   private lazy val log = org.slf4j.LoggerFactory.getLogger(classOf[SpillwayPlugin])
@@ -94,10 +94,7 @@ object ExecutorReports {
     val stats = NativeStats.read()
     observe(stats("bytesInUse"))
     val env = SparkEnv.get
-    val dirs = Option(env).map(_.blockManager.getLocalDiskDirs.toSeq).getOrElse(Nil).map { d =>
-      val f = new File(d)
-      SpillwayLocalDir(d, f.getTotalSpace, f.getUsableSpace, givenUp = !(f.isDirectory && Files.isWritable(f.toPath)))
-    }
+    val dirs = Option(env).map(_.blockManager.getLocalDiskDirs.toSeq).getOrElse(Nil).map(localDir)
     val conf = Option(env).map(_.conf)
     SpillwayExecutorUpdate(
       executorId = r.ctx.executorID(),
@@ -119,4 +116,28 @@ object ExecutorReports {
       limitFailures = stats("limitFailures"),
       filesystemErrors = stats("filesystemErrors"))
   }
+
+  /** The state of local dir `d` now: its filesystem's bytes, whether it is usable, Spillway's bytes in it. */
+  def localDir(d: String): SpillwayLocalDir = {
+    val f = new File(d)
+    SpillwayLocalDir(d, f.getTotalSpace, f.getUsableSpace, givenUp = !(f.isDirectory && Files.isWritable(f.toPath)),
+      spillwayBytes = spillwayBytesIn(f))
+  }
+
+  /**
+   * The bytes of the files in the plan dirs directly under `dir` (where the library makes them,
+   * named [[PlanDirPrefix]]...): one listing of `dir` and one of each plan dir. A file or a dir
+   * released while it looks counts as gone.
+   */
+  private def spillwayBytesIn(dir: File): Long =
+    Option(dir.listFiles((_, name) => name.startsWith(PlanDirPrefix))).toSeq.flatten
+      .flatMap(p => Option(p.listFiles()).toSeq.flatten).map { file =>
+        try {
+          val a = Files.readAttributes(file.toPath, classOf[java.nio.file.attribute.BasicFileAttributes])
+          if (a.isRegularFile) a.size else 0L
+        } catch { case _: java.io.IOException => 0L }
+      }.sum
+
+  /** The start of a plan dir's name (the library's spill.DirPrefix). */
+  private[spillway] val PlanDirPrefix = "spillway-"
 }

@@ -56,9 +56,11 @@ final case class SpillwayStageSpills(
  * its filesystem and those free for the executor's user, read when the update was made, and
  * whether it was `givenUp`: gone or not a writable directory, which every plan gives up at its
  * first file there (the library's rule for a missing, unusable or read-only root) and spills to
- * the executor's other dirs instead.
+ * the executor's other dirs instead; and `spillwayBytes`, what the files in the plan dirs under it
+ * took on disk then (0 in an event log written before it was kept).
  */
-final case class SpillwayLocalDir(path: String, totalBytes: Long, freeBytes: Long, givenUp: Boolean) {
+final case class SpillwayLocalDir(path: String, totalBytes: Long, freeBytes: Long, givenUp: Boolean,
+    spillwayBytes: Long = 0) {
   /** No byte left: every spill file goes to the executor's other dirs. */
   def full: Boolean = freeBytes <= 0
 }

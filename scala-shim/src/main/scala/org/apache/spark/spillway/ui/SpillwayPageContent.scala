@@ -97,13 +97,15 @@ object SpillwayPageContent {
     val pct = if (d.totalBytes > 0) used * 100.0 / d.totalBytes else 0.0
     val color = if (d.givenUp) "#6c757d" else if (d.full) "#dc3545" else "#5b9bd5"
     <div class="spillway-dir" data-path={d.path} data-total-bytes={d.totalBytes.toString}
-         data-free-bytes={d.freeBytes.toString} data-full={d.full.toString} data-given-up={d.givenUp.toString}>
+         data-free-bytes={d.freeBytes.toString} data-full={d.full.toString} data-given-up={d.givenUp.toString}
+         data-spillway-bytes={d.spillwayBytes.toString}>
       <div><code>{d.path}</code>{
         if (d.full) <span class="badge badge-danger bg-danger spillway-full">full</span> else NodeSeq.Empty}{
         if (d.givenUp) <span class="badge badge-secondary bg-secondary spillway-given-up" title="gone or not writable: plans spill to the other dirs">given up</span>
         else NodeSeq.Empty}</div>
       {bar(pct, color, s"${Utils.bytesToString(used)} used")}
       <small class="dir-free">{Utils.bytesToString(d.freeBytes)} free of {Utils.bytesToString(d.totalBytes)}</small>
+      <small class="dir-spillway">{s", ${Utils.bytesToString(d.spillwayBytes)} in Spillway's plan dirs"}</small>
     </div>
   }
 

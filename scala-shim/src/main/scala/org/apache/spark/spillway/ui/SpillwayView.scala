@@ -66,7 +66,7 @@ final class SpillwayView(store: KVStore) {
         ("executorId" -> e.executorId) ~ ("host" -> e.host) ~ ("time" -> e.time) ~ ("stopped" -> e.atStop) ~
           ("localDirs" -> e.localDirs.map(d =>
             ("path" -> d.path) ~ ("totalBytes" -> d.totalBytes) ~ ("freeBytes" -> d.freeBytes) ~ ("full" -> d.full) ~
-              ("givenUp" -> d.givenUp))) ~
+              ("givenUp" -> d.givenUp) ~ ("spillwayBytes" -> d.spillwayBytes))) ~
           ("planLimit" -> limit(e.planLimit)) ~ ("executorLimit" -> limit(e.executorLimit)) ~
           ("bytesInUse" -> e.bytesInUse) ~ ("peakBytesInUse" -> e.peakBytesInUse) ~ ("orphansSwept" -> e.orphansSwept) ~
           ("plansCreated" -> e.plansCreated) ~ ("plansSpilled" -> e.plansSpilled) ~ ("spillFiles" -> e.spillFiles) ~

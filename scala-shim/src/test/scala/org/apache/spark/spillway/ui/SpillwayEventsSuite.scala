@@ -116,6 +116,28 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(s.localDirs.nonEmpty && s.localDirs.forall(SparkEnv.get.blockManager.getLocalDiskDirs.contains), s.localDirs)
   }
 
+  test("a local dir's Spillway bytes are those of the files in its plan dirs, none once the plan is released") {
+    val dir = Files.createTempDirectory("spillway-events-dir")
+    try {
+      assert(ExecutorReports.localDir(dir.toString).spillwayBytes === 0)
+      Files.write(dir.resolve("not-a-plan-dir"), new Array[Byte](5000)) // Spark's, not ours
+      val plan = SpillPlan.create(Array(dir.toString), Long.MaxValue)
+      try {
+        val files = Seq(100000, 3000).map { n =>
+          val f = plan.createSpillFile()
+          val out = f.outputStream()
+          out.write(TestFiles.pattern(n))
+          out.close()
+          f
+        }
+        val d = ExecutorReports.localDir(dir.toString)
+        assert(d.spillwayBytes === files.map(_.bytesOnDisk).sum && d.spillwayBytes > 0, d)
+        assert(d.totalBytes > 0 && !d.givenUp, d)
+      } finally plan.close()
+      assert(ExecutorReports.localDir(dir.toString).spillwayBytes === 0)
+    } finally TestFiles.deleteRecursively(dir)
+  }
+
   test("the executor posts its state: local dirs, limits, counters") {
     val u = eventually(timeout(60.seconds), interval(100.millis)) {
       val us = posted(classOf[SpillwayExecutorUpdate])
@@ -132,7 +154,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     val all = Seq(
       SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a", "/b")),
       SpillwayStageSpills(3, 0, "7", -1L, 1, 0, 0, 0, 0, Nil),
-      SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true)), 100,
+      SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true, spillwayBytes = 12345)), 100,
         Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
       SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a ASC NULLS FIRST", "key a: nested type array<int>"))))
     all.foreach { e =>
@@ -208,7 +230,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     val rows: Seq[AnyRef] = Seq(
       SpillwayStageRow("k", SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a"))),
       SpillwayExecutorRow("7", SpillwayExecutorUpdate("7", "h", 1, atStop = false,
-        Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true)), 100, Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+        Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true, spillwayBytes = 12345)), 100, Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
       SpillwayExecutorTimelineRow("7", Seq(SpillwayTimelinePoint(1, 2), SpillwayTimelinePoint(3L << 40, 5L << 33))),
       SpillwaySqlRow(5, SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a", "why")))))
     rows.foreach { r =>
