@@ -30,10 +30,12 @@ class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
 
   /** The files under this suite's prefix in the server's backend (objects, and parts of uploads). */
   private def leftInBucket(): Seq[String] = {
+    val files = scala.collection.mutable.ArrayBuffer[String]()
     val walk = Files.walk(bucketFiles)
-    try walk.filter(Files.isRegularFile(_)).map(bucketFiles.relativize(_).toString).toArray.toSeq
-      .map(_.toString).filter(_.contains(prefix))
+    // forEach, not map: Scala 2.12 cannot infer Stream.map's result type from a lambda.
+    try walk.forEach(p => if (Files.isRegularFile(p)) files += bucketFiles.relativize(p).toString)
     finally walk.close()
+    files.toSeq.filter(_.contains(prefix))
   }
 
   private def remoteConf(secret: String): Map[String, String] = Map(
