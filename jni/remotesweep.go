@@ -35,26 +35,26 @@ func Java_spillway_NativeSpill_markRemoteApplication(env *C.JNIEnv, _ C.jclass, 
 //export Java_spillway_NativeSpill_sweepRemote
 func Java_spillway_NativeSpill_sweepRemote(env *C.JNIEnv, _ C.jclass, settings C.jobjectArray, pathStyle, ssl C.jboolean, olderThanMillis C.jlong, out C.jlongArray) {
 	defer recoverPanic(env)
-	if !sweepOut(env, out) {
-		return
-	}
-	rs, err := remoteSettings(env, settings, pathStyle, ssl)
-	if err != nil {
-		throw(env, err)
-		return
-	}
 	if olderThanMillis <= 0 {
 		throw(env, argumentError(fmt.Sprintf("olderThanMillis is %d; give a positive age", int64(olderThanMillis))))
 		return
 	}
-	res, err := plan.SweepRemote(rs, time.Duration(olderThanMillis)*time.Millisecond)
-	setSweepResult(env, out, res, err)
+	sweep(env, settings, pathStyle, ssl, out, func(rs plan.RemoteSettings) (spill.SweepResult, error) {
+		return plan.SweepRemote(rs, time.Duration(olderThanMillis)*time.Millisecond)
+	})
 }
 
 //export Java_spillway_NativeSpill_removeRemoteApplication
 func Java_spillway_NativeSpill_removeRemoteApplication(env *C.JNIEnv, _ C.jclass, settings C.jobjectArray, pathStyle, ssl C.jboolean, out C.jlongArray) {
 	defer recoverPanic(env)
-	if !sweepOut(env, out) {
+	sweep(env, settings, pathStyle, ssl, out, plan.RemoveRemoteApplication)
+}
+
+// sweep checks out and reads the settings, runs call with them, and fills out with what it
+// removed (even when it failed in part), then throws its error if there is one.
+func sweep(env *C.JNIEnv, settings C.jobjectArray, pathStyle, ssl C.jboolean, out C.jlongArray, call func(plan.RemoteSettings) (spill.SweepResult, error)) {
+	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sweepResultLen {
+		throw(env, argumentError(fmt.Sprintf("out must be a long[] of at least %d elements", sweepResultLen)))
 		return
 	}
 	rs, err := remoteSettings(env, settings, pathStyle, ssl)
@@ -62,22 +62,7 @@ func Java_spillway_NativeSpill_removeRemoteApplication(env *C.JNIEnv, _ C.jclass
 		throw(env, err)
 		return
 	}
-	res, err := plan.RemoveRemoteApplication(rs)
-	setSweepResult(env, out, res, err)
-}
-
-// sweepOut checks the out array of a sweep, or throws.
-func sweepOut(env *C.JNIEnv, out C.jlongArray) bool {
-	if out == 0 || C.spillway_array_length(env, C.jarray(out)) < sweepResultLen {
-		throw(env, argumentError(fmt.Sprintf("out must be a long[] of at least %d elements", sweepResultLen)))
-		return false
-	}
-	return true
-}
-
-// setSweepResult fills out with what was removed, even when err says some calls failed, then
-// throws err if there is one.
-func setSweepResult(env *C.JNIEnv, out C.jlongArray, res spill.SweepResult, err error) {
+	res, err := call(rs)
 	notListed := C.jlong(0)
 	if res.UploadsNotListed {
 		notListed = 1
