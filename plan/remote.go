@@ -55,7 +55,7 @@ func (r *Registry) ConfigureRemote(s RemoteSettings) error {
 	if s.MaxSize < 0 {
 		return &ArgumentError{Reason: fmt.Sprintf("%s is negative (%d); give 0 or more bytes", RemoteMaxSizeKey, s.MaxSize)}
 	}
-	store, err := newRemoteStore(s)
+	store, err := newRemoteStore(s, func() { r.shared.Stats.RemoteRetries.Add(1) })
 	if err != nil {
 		return err
 	}
@@ -77,9 +77,10 @@ type probedStore interface {
 	Probe(context.Context) error
 }
 
-// newRemoteStore builds the store for the settings' URI scheme; it makes no call. A bad value is
-// an *ArgumentError or a *spill.ConfigError naming its key.
-func newRemoteStore(s RemoteSettings) (probedStore, error) {
+// newRemoteStore builds the store for the settings' URI scheme; it makes no call. onRetry, if
+// not nil, is called for each answer of the store that its client retries. A bad value is an
+// *ArgumentError or a *spill.ConfigError naming its key.
+func newRemoteStore(s RemoteSettings, onRetry func()) (probedStore, error) {
 	u, err := url.Parse(s.URI)
 	if err != nil {
 		return nil, &ArgumentError{Reason: fmt.Sprintf("%s %q is not a URI; give s3a://bucket/prefix", RemoteURIKey, s.URI)}
@@ -88,7 +89,7 @@ func newRemoteStore(s RemoteSettings) (probedStore, error) {
 	case "s3a", "s3":
 		st, err := s3store.New(s3store.Config{
 			URI: s.URI, Endpoint: s.Endpoint, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey,
-			PathStyle: s.PathStyle, SSL: s.SSL, Settings: remoteSettingNames,
+			PathStyle: s.PathStyle, SSL: s.SSL, Settings: remoteSettingNames, OnRetry: onRetry,
 		})
 		if err != nil {
 			return nil, err // not a typed nil in the interface

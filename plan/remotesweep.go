@@ -21,7 +21,7 @@ const RemoteSweepTimeout = 10 * time.Minute
 // MarkRemoteApplication marks s.Application alive in the store (spill.MarkApplication). The
 // driver calls it more often than the sweeps' age, so that no sweep takes its prefix.
 func MarkRemoteApplication(s RemoteSettings) error {
-	store, err := newRemoteStore(s)
+	store, err := newRemoteStore(s, nil)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func SweepRemote(s RemoteSettings, olderThan time.Duration) (spill.SweepResult, 
 	if olderThan <= 0 {
 		return spill.SweepResult{}, &ArgumentError{Reason: fmt.Sprintf("the remote sweep's age is %v; give a positive duration", olderThan)}
 	}
-	store, err := newRemoteStore(s)
+	store, err := newRemoteStore(s, nil)
 	if err != nil {
 		return spill.SweepResult{}, err
 	}
@@ -50,7 +50,7 @@ func SweepRemote(s RemoteSettings, olderThan time.Duration) (spill.SweepResult, 
 // RemoveRemoteApplication deletes every object of s.Application's prefix and aborts its uploads
 // (spill.RemoveApplication): the driver's last call, at the application's end.
 func RemoveRemoteApplication(s RemoteSettings) (spill.SweepResult, error) {
-	store, err := newRemoteStore(s)
+	store, err := newRemoteStore(s, nil)
 	if err != nil {
 		return spill.SweepResult{}, err
 	}

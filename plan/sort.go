@@ -134,6 +134,8 @@ var SortStatsLayout = []struct {
 	{"spilledLogicalBytes", func(s *SortStats) int64 { return s.SpilledLogicalBytes }},
 	{"mergePasses", func(s *SortStats) int64 { return s.MergePasses }},
 	{"memoryNeeded", func(s *SortStats) int64 { return s.MemoryNeeded }},
+	{"remoteRuns", func(s *SortStats) int64 { return s.RemoteRuns }},
+	{"remoteBytes", func(s *SortStats) int64 { return s.RemoteBytes }},
 }
 
 // SortStats returns the sort's counters.

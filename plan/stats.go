@@ -31,6 +31,8 @@ type Stats struct {
 	NativeCachedBytes  int64
 	RemoteFilesCreated int64 // spill files created in the remote tier (among FilesCreated)
 	RemoteBytesWritten int64 // bytes written to remote spill files (among BytesWritten)
+	RemoteBytesRead    int64 // bytes read back from remote spill files
+	RemoteRetries      int64 // the object store's answers that its client retried
 }
 
 // StatKind says how a value of Stats behaves: a Count only grows while the process lives (a
@@ -107,6 +109,12 @@ var StatsLayout = []Stat{
 	{"remoteBytesSpilled", Count,
 		"Bytes written to remote spill files (compressed, sealed, framed); among bytesSpilled.",
 		func(s *Stats) int64 { return s.RemoteBytesWritten }},
+	{"remoteBytesRead", Count,
+		"Bytes read back from remote spill files (ranged GETs of the merges and readers).",
+		func(s *Stats) int64 { return s.RemoteBytesRead }},
+	{"remoteRetries", Count,
+		"Answers of the object store that its client retried with backoff: throttling (503 SlowDown, 429), server errors, dropped connections. A call gives up after a few retries or at its time bound.",
+		func(s *Stats) int64 { return s.RemoteRetries }},
 }
 
 // StatIndex is where the counter named name is in StatsLayout, or an ArgumentError that lists
@@ -145,6 +153,8 @@ func (r *Registry) Stats() Stats {
 		NativeCachedBytes:   offheap.Cached(),
 		RemoteFilesCreated:  st.RemoteFilesCreated.Load(),
 		RemoteBytesWritten:  st.RemoteBytesWritten.Load(),
+		RemoteBytesRead:     st.RemoteBytesRead.Load(),
+		RemoteRetries:       st.RemoteRetries.Load(),
 	}
 }
 

@@ -26,7 +26,11 @@ type Stats struct {
 	LimitFailures       atomic.Int64 // writes refused by a limit
 	RemoteFilesCreated  atomic.Int64 // spill files created in the remote tier (among FilesCreated)
 	RemoteBytesWritten  atomic.Int64 // bytes written to remote files (among BytesWritten)
-	FSErrors            atomic.Int64 // filesystem calls that failed
+	RemoteBytesRead     atomic.Int64 // bytes read back from remote files
+	// RemoteRetries counts the object store's answers that its client retries (a throttling or
+	// server error, a dropped connection), as the store reports them.
+	RemoteRetries atomic.Int64
+	FSErrors      atomic.Int64 // filesystem calls that failed
 }
 
 // reserve takes n bytes of the manager's limit and of the shared budget, or refuses with a

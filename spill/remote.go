@@ -159,6 +159,7 @@ var partBuffers = sync.Pool{New: func() any { b := make([]byte, 0, RemotePartSiz
 // RemotePartSize, then read by ranges. File.mu guards it.
 type remoteFile struct {
 	rt       *Remote
+	stats    *Stats // its manager's: bytes read are counted there
 	key      string
 	location string
 
@@ -172,8 +173,8 @@ type remoteFile struct {
 
 var _ Handle = (*remoteFile)(nil)
 
-func newRemoteFile(rt *Remote, key string) *remoteFile {
-	return &remoteFile{rt: rt, key: key, location: rt.store.Location() + "/" + key, buf: partBuffers.Get().(*[]byte)}
+func newRemoteFile(rt *Remote, stats *Stats, key string) *remoteFile {
+	return &remoteFile{rt: rt, stats: stats, key: key, location: rt.store.Location() + "/" + key, buf: partBuffers.Get().(*[]byte)}
 }
 
 // WriteAt appends p; off must be the bytes written so far (a Writer appends only). A full part
@@ -294,6 +295,7 @@ func (h *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 	ctx, cancel := h.rt.callContext()
 	defer cancel()
 	n, err := h.rt.store.ReadAt(ctx, h.key, p, off)
+	h.stats.RemoteBytesRead.Add(int64(n))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, &RemoteError{Op: "get", Location: h.location, Err: err}
 	}
@@ -344,7 +346,7 @@ func (m *Manager) createRemote(s *spillState) *File {
 		s.remotePrefix = m.remote.prefix + DirPrefix + crand.Text() + "/"
 	}
 	name := "spill-" + crand.Text()
-	h := newRemoteFile(m.remote, s.remotePrefix+name)
+	h := newRemoteFile(m.remote, m.stats(), s.remotePrefix+name)
 	f := &File{m: m, name: name, path: h.location, h: h, obj: h}
 	s.files[f] = struct{}{}
 	if !s.spilled {

@@ -196,6 +196,8 @@ func TestRemoteTakesTheFileTheFullLocalDirCannot(t *testing.T) {
 
 	assert.Equal(t, data, readAll(t, f, spill.ReaderOptions{}), "read in order, with read-ahead")
 	assert.Equal(t, data, readAll(t, f, spill.ReaderOptions{Synchronous: true}), "read in order, without")
+	assert.Equal(t, stored, shared.Stats.RemoteBytesWritten.Load())
+	assert.Equal(t, 2*stored, shared.Stats.RemoteBytesRead.Load(), "each read in order gets every stored byte once")
 	r, err := f.OpenReader(spill.ReaderOptions{})
 	require.NoError(t, err)
 	for _, off := range []int64{int64(len(data)) - 1, 0, spill.RemotePartSize - 5, 12345, int64(len(data)) - 300000} {

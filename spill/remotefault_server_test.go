@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -262,9 +263,15 @@ func chunkGet(r *http.Request) bool {
 // test's store on the shared server, through which the test checks what the bucket holds.
 func proxied(t *testing.T, p *faultproxy.Proxy, direct *s3store.Store) *s3store.Store {
 	t.Helper()
+	return proxiedCounting(t, p, direct, nil)
+}
+
+// proxiedCounting is proxied with onRetry called for each answer the client retries.
+func proxiedCounting(t *testing.T, p *faultproxy.Proxy, direct *s3store.Store, onRetry func()) *s3store.Store {
+	t.Helper()
 	s, err := s3store.New(s3store.Config{
 		URI: direct.Location(), Endpoint: p.URL, AccessKey: envOr(t, "SPILLWAY_S3_ACCESS_KEY"),
-		SecretKey: envOr(t, "SPILLWAY_S3_SECRET_KEY"), Region: "us-east-1", PathStyle: true,
+		SecretKey: envOr(t, "SPILLWAY_S3_SECRET_KEY"), Region: "us-east-1", PathStyle: true, OnRetry: onRetry,
 	})
 	require.NoError(t, err)
 	return s
@@ -355,11 +362,13 @@ func requireSlowDown(t *testing.T, err error) {
 
 // A store that throttles (503 SlowDown) fewer times in a row than the client's retries: every
 // kind of call of a write and a read is retried with backoff and succeeds; the file reads back
-// whole. Each throttled call was sent exactly once more than it was throttled.
+// whole. Each throttled call was sent exactly once more than it was throttled, and the store
+// reported each retry.
 func TestRemoteThrottledCallsAreRetried(t *testing.T) {
 	direct := testStore(t)
 	p := faultProxy(t)
-	rt := faultRemote(t, proxied(t, p, direct), 30*time.Second)
+	var retries atomic.Int64
+	rt := faultRemote(t, proxiedCounting(t, p, direct, func() { retries.Add(1) }), 30*time.Second)
 	m, _ := remoteManager(t, []string{t.TempDir()}, givenUp(), rt, nil)
 
 	n := s3store.MaxRetries - 1
@@ -386,6 +395,7 @@ func TestRemoteThrottledCallsAreRetried(t *testing.T) {
 	for kind, r := range rules {
 		assert.Equal(t, n, r.Injected(), "%s was throttled %d times", kind, n)
 	}
+	assert.Equal(t, int64(n*len(kinds)), retries.Load(), "every throttled answer counts as a retry")
 	// The first part: n answers of SlowDown, then the one that took it; then two parts more.
 	assert.Len(t, p.Seen(faultproxy.PartUpload), n+1+2)
 	assert.Len(t, p.Seen(faultproxy.StartUpload), n+1)

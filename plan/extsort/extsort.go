@@ -74,6 +74,11 @@ type Stats struct {
 	// RewrittenRuns counts runs written again from the start in a new file, on another disk,
 	// because the disk under them filled up (see spill.RootFull).
 	RewrittenRuns int64
+	// RemoteRuns counts the runs, intermediate ones included, that went to the manager's remote
+	// tier (spill.Remote) because no local dir could take them; RemoteBytes is their bytes in
+	// the store (among SpilledBytes and IntermediateBytes).
+	RemoteRuns  int64
+	RemoteBytes int64
 }
 
 // Sorter is one external sort. It is safe for concurrent use: Spark may ask it to Spill from

@@ -197,6 +197,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 			s.runsCost += out.cost() - cost
 			s.stats.IntermediateRuns++
 			s.stats.IntermediateBytes += out.size()
+			s.countRemote(out)
 			return nil
 		}
 		if !spill.RootFull(err) || rewrites == s.m.Roots().Len() {

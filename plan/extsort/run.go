@@ -137,6 +137,15 @@ func (s *Sorter) countRun(r *run, held int64) {
 	s.stats.SpilledBytes += r.size()
 	s.stats.SpilledLogicalBytes += r.logical
 	s.stats.SpilledMemory += max(0, held-s.mem.spillCost) // the records' memory, not their writer's
+	s.countRemote(r)
+}
+
+// countRemote counts r among the remote runs if it went to the remote tier.
+func (s *Sorter) countRemote(r *run) {
+	if r.file != nil && r.file.Remote() {
+		s.stats.RemoteRuns++
+		s.stats.RemoteBytes += r.size()
+	}
 }
 
 // writeRun writes first, if not nil, then the records of t left to c, in order, as a new run.

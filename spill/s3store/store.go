@@ -43,6 +43,9 @@ type Config struct {
 	SSL                  bool // TLS when Endpoint has no scheme
 	// Settings names the configuration behind each field, for messages that say what to fix.
 	Settings Settings
+	// OnRetry, if not nil, is called for each answer the client retries: a status it retries
+	// (retried.go) or a failed request, while the call's context is live. It must be quick.
+	OnRetry func()
 }
 
 // Settings names the configuration keys behind a Config (Spark or Hadoop keys, say); any may be
@@ -100,7 +103,12 @@ func New(cfg Config) (*Store, error) {
 	if cfg.PathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	c, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, MaxRetries: MaxRetries})
+	transport, err := newTransport(secure, cfg.OnRetry)
+	if err != nil {
+		return nil, &spill.ConfigError{Reason: fmt.Sprintf("the endpoint %q: %v; fix %s", host, err, cfg.Settings.Endpoint)}
+	}
+	c, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup,
+		MaxRetries: MaxRetries, Transport: transport})
 	if err != nil {
 		return nil, &spill.ConfigError{Reason: fmt.Sprintf("the endpoint %q: %v; fix %s", host, err, cfg.Settings.Endpoint)}
 	}
