@@ -114,7 +114,11 @@ object ExecutorReports {
       bytesSpilled = stats("bytesSpilled"),
       logicalBytesSpilled = stats("logicalBytesSpilled"),
       limitFailures = stats("limitFailures"),
-      filesystemErrors = stats("filesystemErrors"))
+      filesystemErrors = stats("filesystemErrors"),
+      remoteSpillFiles = stats("remoteSpillFiles"),
+      remoteBytesSpilled = stats("remoteBytesSpilled"),
+      remoteBytesRead = stats("remoteBytesRead"),
+      remoteRetries = stats("remoteRetries"))
   }
 
   /** The state of local dir `d` now: its filesystem's bytes, whether it is usable, Spillway's bytes in it. */

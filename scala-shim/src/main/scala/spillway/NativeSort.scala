@@ -48,14 +48,17 @@ object NativeSort {
    * @param spilledLogicalBytes the records' bytes written to run files, before compression
    * @param mergePasses passes of the merge over spilled data: 0 with nothing spilled, 1 for one
    *     merge, more when the runs were too many for one
+   * @param remoteRuns runs, intermediate ones included, that went to the remote tier
+   *     (`spark.spillway.remote.uri`) because no local dir could take them
+   * @param remoteBytes their bytes in the object store
    */
   final case class Stats(records: Long, runs: Long, spilledBytes: Long, spilledMemory: Long, memoryUsed: Long,
-      spilledLogicalBytes: Long, mergePasses: Long)
+      spilledLogicalBytes: Long, mergePasses: Long, remoteRuns: Long, remoteBytes: Long)
 
   object Stats {
     // Positions in NativeSpill.sortStats' array, found by name: the library owns the layout.
     private lazy val fields = Seq("records", "runs", "spilledBytes", "spilledMemory", "memoryUsed",
-      "spilledLogicalBytes", "mergePasses").map(NativeSpill.sortStatsIndex)
+      "spilledLogicalBytes", "mergePasses", "remoteRuns", "remoteBytes").map(NativeSpill.sortStatsIndex)
 
     /** The counters of the live native sort `handle`. */
     private[spillway] def read(handle: Long): Stats = {
@@ -67,7 +70,7 @@ object NativeSort {
     /** The counters in `out`, an array as `NativeSpill.sortStats` (or `sortAdd`) fills it. */
     private[spillway] def of(out: Array[Long]): Stats = {
       val v = fields.map(out(_))
-      Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6))
+      Stats(v(0), v(1), v(2), v(3), v(4), v(5), v(6), v(7), v(8))
     }
   }
 }

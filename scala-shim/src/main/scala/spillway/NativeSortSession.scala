@@ -72,7 +72,7 @@ private[spillway] final class NativeSortSession private (
 
   private val closed = new AtomicBoolean(false)
   // The stats read last, so that they survive the sort's release.
-  @volatile private var lastStats = NativeSort.Stats(0, 0, 0, 0, 0, 0, 0)
+  @volatile private var lastStats = NativeSort.Stats(0, 0, 0, 0, 0, 0, 0, 0, 0)
   // Spill counters already added to the task's metrics (under taskMemory's monitor).
   private var reportedMemorySpilled = 0L
   private var reportedDiskSpilled = 0L
@@ -420,6 +420,8 @@ private[spillway] final class NativeSortSession private (
     m.spillSize += stats.spilledMemory
     m.runsSpilled += stats.runs
     m.mergePasses += stats.mergePasses
+    m.remoteRuns += stats.remoteRuns
+    m.remoteSpillSize += stats.remoteBytes
   }
 
   // The library owns the handle's validity: a call that lost a race with the release (or the
@@ -459,9 +461,12 @@ private[spillway] object NativeSortSession {
    */
   private[spillway] def batchBytes(budget: Long): Int = math.min(1L << 20, math.max(16L << 10, budget / 4)).toInt
 
-  /** The SQL sort's metrics (SortExec's, plus the runs spilled and the merge passes), which a session adds to when it closes. */
+  /**
+   * The SQL sort's metrics (SortExec's, plus the runs spilled, the merge passes, and the runs and
+   * bytes that went to the remote tier), which a session adds to when it closes.
+   */
   final case class SqlMetrics(sortTime: SQLMetric, peakMemory: SQLMetric, spillSize: SQLMetric, runsSpilled: SQLMetric,
-      mergePasses: SQLMetric)
+      mergePasses: SQLMetric, remoteRuns: SQLMetric, remoteSpillSize: SQLMetric)
 
   /**
    * Starts a native sort for the Spark task running on this thread, in the task's plan. Its budget

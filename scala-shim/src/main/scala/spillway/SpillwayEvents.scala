@@ -72,7 +72,8 @@ final case class SpillwayLocalDir(path: String, totalBytes: Long, freeBytes: Lon
  * live spill files now (`bytesInUse`, what the executor limit bounds) and the most seen
  * (`peakBytesInUse`: the highest of the reads at each update, as each native sort that spilled
  * ends and as each plan that spilled is released: a sampled peak), the orphaned plan dirs swept at start, and the library's counters for the executor's
- * JVM since it started.
+ * JVM since it started, those of the remote tier (`spark.spillway.remote.uri`) last (0 without
+ * one, and in an event log written before they were kept).
  */
 final case class SpillwayExecutorUpdate(
     executorId: String,
@@ -91,7 +92,11 @@ final case class SpillwayExecutorUpdate(
     bytesSpilled: Long,
     logicalBytesSpilled: Long,
     limitFailures: Long,
-    filesystemErrors: Long)
+    filesystemErrors: Long,
+    remoteSpillFiles: Long = 0,
+    remoteBytesSpilled: Long = 0,
+    remoteBytesRead: Long = 0,
+    remoteRetries: Long = 0)
     extends SpillwayEvent {
 
   /** Whether `other` says something this does not, beyond the time and the free bytes. */

@@ -4,11 +4,14 @@ import java.nio.file.Files
 
 import org.apache.spark.SparkException
 import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.apache.spark.sql.functions.col
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.concurrent.Eventually._
 import org.scalatest.time.{Millis, Seconds, Span}
 import org.scalatest.funsuite.AnyFunSuite
+
+import spillway.sql.SpillwaySortExec
 
 /**
  * The remote tier in Spark, against a real S3-compatible server (s3proxy on loopback, started by
@@ -18,7 +21,7 @@ import org.scalatest.funsuite.AnyFunSuite
  * application's prefix; the driver sweeps what a killed application left; a store that refuses the
  * credentials fails the executor at start, naming the key and never the secret.
  */
-class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
+class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll with AdaptiveSparkPlanHelper {
   private val ApplicationMarker = "alive" // spill.ApplicationMarker
   private def env(name: String): String =
     sys.env.getOrElse(name, fail(s"$name is not set: run the JVM suites through project/s3-server.sh (make test-jvm)"))
@@ -66,10 +69,14 @@ class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
     spark.range(0, 800000, 1, 1)
       .selectExpr("xxhash64(id) AS k", "sha2(CAST(id AS STRING), 256) AS v", "id")
       .sortWithinPartitions(col("k"), col("id"))
+      .select("k", "id")
 
-  /** Spark's result, as checked: the rows' count, a sum of their ids, and whether k is in order. */
+  /**
+   * Spark's result, as checked: the rows' count, a sum of their ids, and whether k is in order.
+   * Run by df's own executed plan (`df.rdd` would plan the query again), whose metrics then hold.
+   */
   private def digest(df: DataFrame): (Long, Long, Boolean) =
-    df.select("k", "id").rdd.mapPartitions { rows =>
+    df.queryExecution.toRdd.mapPartitions { rows =>
       var (n, sum, ordered, last) = (0L, 0L, true, Long.MinValue)
       rows.foreach { r =>
         val k = r.getLong(0)
@@ -115,13 +122,22 @@ class RemoteSpillSuite extends AnyFunSuite with BeforeAndAfterAll {
         val expected = digest(sorted(spark)) // Spark's own sort, in memory
         spark.conf.set(SpillwayConf.SqlSortEnabledKey, "true")
         val before = NativeStats.read()
-        val got = digest(sorted(spark))
+        val df = sorted(spark)
+        val got = digest(df)
         val delta = NativeStats.read() - before
         assert(got == expected)
         assert(got._1 == 800000 && got._3)
         assert(delta("remoteSpillFiles") > 0, delta)
         assert(delta("bytesSpilled") > (8L << 20), s"more spilled than the 4 MiB tmpfs holds: $delta")
         assert(delta("remoteBytesSpilled") > 0, delta)
+        assert(delta("remoteBytesRead") >= delta("remoteBytesSpilled"), s"the merge read every remote run: $delta")
+        // The sort's own SQL metrics say what went to the store: each remote run is a spill file of
+        // the tier, and its bytes are among the remote bytes written.
+        val sorts = collect(df.queryExecution.executedPlan) { case s: SpillwaySortExec => s }
+        assert(sorts.size == 1)
+        val m = sorts.head.metrics
+        assert(m("remoteRuns").value > 0 && m("remoteRuns").value <= delta("remoteSpillFiles"), s"${m("remoteRuns").value} / $delta")
+        assert(m("remoteSpillSize").value > 0 && m("remoteSpillSize").value <= delta("remoteBytesSpilled"))
         assert(NativeStats.read()("livePlans") == 0)
         assert(leftInBucket().forall(_.endsWith("/" + ApplicationMarker)), s"the task's plans removed their objects: ${leftInBucket()}")
         assert(TestFiles.spillDirsUnder(Seq(dir)).isEmpty)

@@ -162,7 +162,8 @@ class SpillwayPluginSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(before.keySet == NativeStats.names.toSet)
     assert(PluginMetricsProbe.counterNames(ObservedSpillwayPlugin.MetricsSource).contains(
       Set("plansCreated", "plansSpilled", "dirsCreated", "spillFiles", "bytesSpilled", "limitFailures",
-        "filesystemErrors", "logicalBytesSpilled", "remoteSpillFiles", "remoteBytesSpilled")),
+        "filesystemErrors", "logicalBytesSpilled", "remoteSpillFiles", "remoteBytesSpilled", "remoteBytesRead",
+        "remoteRetries")),
       "counts that only grow are counters; livePlans, bytesInUse and goHeapBytes are gauges")
 
     // Two tasks spill 1 MiB each (incompressible: lz4 stores it raw, so it takes 1 MiB and its

@@ -34,13 +34,16 @@ class SpillwaySortExec(order: Seq[SortOrder], isGlobal: Boolean, input: SparkPla
   // Spark's generated code would run Spark's sorter: the native sort runs through doExecute.
   override def supportCodegen: Boolean = false
 
-  // SortExec's metrics under the same names, plus the runs the native sort wrote and its merge passes.
+  // SortExec's metrics under the same names, plus the runs the native sort wrote, its merge passes,
+  // and the runs and their bytes on disk that went to the remote tier (none without one).
   override lazy val metrics: Map[String, SQLMetric] = Map(
     "sortTime" -> SQLMetrics.createTimingMetric(sparkContext, "sort time"),
     "peakMemory" -> SQLMetrics.createSizeMetric(sparkContext, "peak memory"),
     "spillSize" -> SQLMetrics.createSizeMetric(sparkContext, "spill size"),
     "runsSpilled" -> SQLMetrics.createMetric(sparkContext, "runs spilled"),
-    "mergePasses" -> SQLMetrics.createMetric(sparkContext, "merge passes"))
+    "mergePasses" -> SQLMetrics.createMetric(sparkContext, "merge passes"),
+    "remoteRuns" -> SQLMetrics.createMetric(sparkContext, "remote runs"),
+    "remoteSpillSize" -> SQLMetrics.createSizeMetric(sparkContext, "remote spill size"))
 
   protected override def doExecute(): RDD[InternalRow] = {
     val keyExpressions: Seq[Expression] = sortOrder.map(o => BindReferences.bindReference(o.child, child.output))
@@ -52,7 +55,7 @@ class SpillwaySortExec(order: Seq[SortOrder], isGlobal: Boolean, input: SparkPla
       else (new SortKeyEncoder(keys), true)
     val schema = child.output.map(_.dataType)
     val sortMetrics = NativeSortSession.SqlMetrics(metrics("sortTime"), metrics("peakMemory"), metrics("spillSize"),
-      metrics("runsSpilled"), metrics("mergePasses"))
+      metrics("runsSpilled"), metrics("mergePasses"), metrics("remoteRuns"), metrics("remoteSpillSize"))
     child.execute().mapPartitions { rows =>
       val keyRow: InternalRow => InternalRow = if (projectKeys) UnsafeProjection.create(keyExpressions) else identity
       new SpillwaySortIterator(rows, keyRow, encoder, () => UnsafeProjection.create(schema.toArray), schema.size, sortMetrics)

@@ -63,14 +63,19 @@ object SpillwayPageContent {
       </table>
   }
 
-  private def executorTable(es: Seq[SpillwayExecutorUpdate]): NodeSeq =
+  // The remote tier's columns show once an executor has used it (or retried a call to it).
+  private def executorTable(es: Seq[SpillwayExecutorUpdate]): NodeSeq = {
+    val remote = es.exists(e => e.remoteSpillFiles > 0 || e.remoteRetries > 0)
     if (es.isEmpty) <p id="spillway-no-executors">No executor has reported yet.</p>
     else
       <table id="spillway-executors" class={UIUtils.TABLE_CLASS_STRIPED_SORTABLE}>
         <thead><tr>
           <th>Executor</th><th>Local dirs (used and free)</th><th>In spill files now, peak, executor limit</th>
           <th>Plan limit</th><th>Orphans swept</th><th>Plans created</th><th>Plans spilled</th><th>Spill files</th>
-          <th>Spilled (on disk)</th><th>Limit failures</th><th>Filesystem errors</th><th>Updated</th>
+          <th>Spilled (on disk)</th><th>Limit failures</th><th>Filesystem errors</th>{
+          if (remote) <th title="spill files that went to spark.spillway.remote.uri because no local dir could take them">Remote files</th>
+            <th>Remote written</th><th>Remote read</th><th title="answers of the object store its client retried with backoff">Remote retries</th>
+          else NodeSeq.Empty}<th>Updated</th>
         </tr></thead>
         <tbody>{es.map { e =>
           <tr data-executor-id={e.executorId}>
@@ -86,11 +91,15 @@ object SpillwayPageContent {
             <td class="files">{e.spillFiles}</td>
             {bytesCell("disk-bytes", e.bytesSpilled)}
             <td class="limit-failures">{e.limitFailures}</td>
-            <td class="filesystem-errors">{e.filesystemErrors}</td>
+            <td class="filesystem-errors">{e.filesystemErrors}</td>{
+            if (remote) Seq(<td class="remote-files">{e.remoteSpillFiles}</td>, bytesCell("remote-written", e.remoteBytesSpilled),
+              bytesCell("remote-read", e.remoteBytesRead), <td class="remote-retries">{e.remoteRetries}</td>)
+            else NodeSeq.Empty}
             <td class="updated" sorttable_customkey={e.time.toString}>{UIUtils.formatDate(e.time)}</td>
           </tr>
         }}</tbody>
       </table>
+  }
 
   private def dir(d: SpillwayLocalDir): Node = {
     val used = math.max(0L, d.totalBytes - d.freeBytes)

@@ -71,7 +71,9 @@ final class SpillwayView(store: KVStore) {
           ("bytesInUse" -> e.bytesInUse) ~ ("peakBytesInUse" -> e.peakBytesInUse) ~ ("orphansSwept" -> e.orphansSwept) ~
           ("plansCreated" -> e.plansCreated) ~ ("plansSpilled" -> e.plansSpilled) ~ ("spillFiles" -> e.spillFiles) ~
           ("bytesSpilled" -> e.bytesSpilled) ~ ("logicalBytesSpilled" -> e.logicalBytesSpilled) ~
-          ("limitFailures" -> e.limitFailures) ~ ("filesystemErrors" -> e.filesystemErrors)
+          ("limitFailures" -> e.limitFailures) ~ ("filesystemErrors" -> e.filesystemErrors) ~
+          ("remote" -> (("spillFiles" -> e.remoteSpillFiles) ~ ("bytesSpilled" -> e.remoteBytesSpilled) ~
+            ("bytesRead" -> e.remoteBytesRead) ~ ("retries" -> e.remoteRetries)))
       }) ~
       ("timeline" -> timelines.map { t =>
         ("executorId" -> t.executorId) ~

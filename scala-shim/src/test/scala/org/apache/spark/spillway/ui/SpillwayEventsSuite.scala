@@ -155,7 +155,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
       SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a", "/b")),
       SpillwayStageSpills(3, 0, "7", -1L, 1, 0, 0, 0, 0, Nil),
       SpillwayExecutorUpdate("7", "h", 1L << 41, atStop = true, Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true, spillwayBytes = 12345)), 100,
-        Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
+        Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12L << 33, 13, 14),
       SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a ASC NULLS FIRST", "key a: nested type array<int>"))))
     all.foreach { e =>
       assert(JsonProtocol.sparkEventFromJson(JsonProtocol.sparkEventToJsonString(e)) === e)
@@ -191,6 +191,7 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
       SpillwayExecutorTimelineRow("2", Seq(SpillwayTimelinePoint(3000, 0)))))
 
     val html = SpillwayPageContent.render(view, "/root").toString
+    assert(!html.contains("Remote files"), "no remote columns while no executor used the remote tier")
     assert(html.contains("""<a href="/root/SQL/execution/?id=4">4</a>"""))
     assert(html.contains("""<span class="fallback-reason">why</span>"""))
     assert(html.contains("spillway-full"), "the full dir is not marked")
@@ -209,6 +210,19 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     val json = org.json4s.jackson.JsonMethods.compact(view.json)
     assert(json.contains(""""executionId":4,"nativeSorts":2"""))
     assert(json.contains(""""diskBytes":35"""))
+    assert(json.contains(""""remote":{"spillFiles":0,"bytesSpilled":0,"bytesRead":0,"retries":0}"""))
+
+    // Once an executor has used the remote tier, its figures show in columns of their own.
+    listener.onOtherEvent(update.copy(time = 6000, remoteSpillFiles = 3, remoteBytesSpilled = 5L << 20,
+      remoteBytesRead = 7L << 20, remoteRetries = 2))
+    val remote = SpillwayPageContent.render(new SpillwayView(s), "/root").toString
+    assert(remote.contains("Remote files") && remote.contains("Remote retries"))
+    assert(remote.contains("""<td class="remote-files">3</td>"""))
+    assert(remote.contains(s"""<td class="remote-written" data-bytes="${5L << 20}"""))
+    assert(remote.contains(s"""<td class="remote-read" data-bytes="${7L << 20}"""))
+    assert(remote.contains("""<td class="remote-retries">2</td>"""))
+    val remoteJson = org.json4s.jackson.JsonMethods.compact(new SpillwayView(s).json)
+    assert(remoteJson.contains(s""""remote":{"spillFiles":3,"bytesSpilled":${5L << 20},"bytesRead":${7L << 20},"retries":2}"""))
   }
 
   test("an executor's timeline keeps its whole span in at most MaxPoints points, the latest last") {
@@ -230,7 +244,8 @@ class SpillwayEventsSuite extends AnyFunSuite with BeforeAndAfterAll {
     val rows: Seq[AnyRef] = Seq(
       SpillwayStageRow("k", SpillwayStageSpills(3, 1, "7", 12L, 2, 3, 4, 5L << 33, 6, Seq("/a"))),
       SpillwayExecutorRow("7", SpillwayExecutorUpdate("7", "h", 1, atStop = false,
-        Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true, spillwayBytes = 12345)), 100, Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)),
+        Seq(SpillwayLocalDir("/a", 1L << 40, 0, givenUp = true, spillwayBytes = 12345)), 100, Long.MaxValue, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+        11, 12L << 33, 13, 14)),
       SpillwayExecutorTimelineRow("7", Seq(SpillwayTimelinePoint(1, 2), SpillwayTimelinePoint(3L << 40, 5L << 33))),
       SpillwaySqlRow(5, SpillwaySqlSorts(5, 2, Seq(SpillwaySortFallback("a", "why")))))
     rows.foreach { r =>
