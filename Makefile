@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-remote test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-remote test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak cluster-soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -213,11 +213,23 @@ spark-suites: lib
 # the product jar beside it and the plugin on; see project/cluster-test.sh. On the primary line and
 # on Spark 3.5 with Scala 2.12 (Spark 3.5's own distribution). About 1.5 min a line (plus ~1 min for
 # each first pyspark install).
+# The primary line then runs spillway.demo.ClusterSoak for CLUSTER_SOAK_SECONDS: concurrent
+# sessions of spilling native SQL sorts, one over its plan limit, one cancelling its queries, while
+# each executor's RSS, descriptors, threads and plan dirs must stay flat. `make cluster-soak` runs
+# it for SOAK_SECONDS (ten minutes).
 CLUSTER_LINES := 3.5_2.12 4.1_2.13
+CLUSTER_SOAK_SECONDS ?= 60
 
 cluster-test: $(JAR_LIBS)
 	$(SBT) spillway/package $(addsuffix /package,$(OTHER_LINES)) demo/package demo35_212/package
-	for line in $(CLUSTER_LINES); do project/cluster-test.sh $$line; done
+	for line in $(CLUSTER_LINES); do \
+	  soak=0; [ "$$line" = "$(lastword $(CLUSTER_LINES))" ] && soak=$(CLUSTER_SOAK_SECONDS); \
+	  CLUSTER_SOAK_SECONDS=$$soak project/cluster-test.sh $$line || exit 1; \
+	done
+
+cluster-soak: $(JAR_LIBS)
+	$(SBT) spillway/package $(addsuffix /package,$(OTHER_LINES)) demo/package
+	CLUSTER_SOAK_SECONDS=$(SOAK_SECONDS) project/cluster-test.sh $(lastword $(CLUSTER_LINES))
 
 # The README's PySpark example (examples/pyspark_sql_sort.py): Spillway's native sort in a PySpark
 # job by configuration alone, checked against Spark's own sort, and the listing of the sorts left to

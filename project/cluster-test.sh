@@ -10,7 +10,11 @@
 # and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
 # executors run under a hard memory limit (a memory cgroup each worker's executors join), sized as
 # docs/user-guide/memory.md ("Sizing executors") sizes a container in off-heap mode, while a native SQL sort spills: none may be
-# killed for memory (ClusterDemo's step 4; the limit's peak is printed). The
+# killed for memory (ClusterDemo's step 4; the limit's peak is printed). With
+# CLUSTER_SOAK_SECONDS set, spillway.demo.ClusterSoak then runs that long on the same cluster:
+# concurrent spilling SQL sorts with Spark's results, a session over its plan limit refused with
+# SpillLimitExceededException, one cancelling its queries, and each executor's RSS, descriptors,
+# threads and plan dirs flat between its first and last minute. The
 # cluster's state comes from the master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
@@ -19,7 +23,8 @@
 #
 # Usage: project/cluster-test.sh [LINE], LINE a key of project/spark-lines (3.5_2.12, 4.1_2.13;
 # default the primary line) whose pyspark ships that Scala version.
-# Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600).
+# Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600),
+# CLUSTER_SOAK_SECONDS (the soak's length; default 0, no soak).
 # Needs the line's product and demo jars: run through `make cluster-test`, which builds them.
 set -euo pipefail
 
@@ -184,27 +189,40 @@ registered() { [[ "$(master_state workers 2>/dev/null)" -ge 2 ]]; }
 wait_for 120 "two workers to register (see $cluster/worker*.log)" registered
 log "2 workers registered; submitting spillway.demo.ClusterDemo"
 
-# ---- The application ----
-submit_status=0
-timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
-  --master "$master" --deploy-mode client \
-  --class spillway.demo.ClusterDemo --jars "$jar" \
-  --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
-  --conf spark.executor.cores=1 --conf spark.cores.max=2 \
-  --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m \
-  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
-  --conf spark.executor.memoryOverhead=${overhead_mib}m \
-  --conf spark.sql.extensions=spillway.SpillwayExtensions \
-  --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
-  --conf spark.ui.enabled=false \
-  --conf spark.local.dir="$cluster/driver-local" \
-  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
-  --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
-  "$demo_jar" 2 >"$cluster/submit.out" 2>"$cluster/submit.err" || submit_status=$?
-cat "$cluster/submit.out"
-if [[ $submit_status -ne 0 ]] || [[ "$(tail -1 "$cluster/submit.out")" != "cluster-demo-result=passed" ]]; then
-  tail -40 "$cluster/submit.err" >&2
-  die "the application failed (status $submit_status); logs in $cluster"
+# ---- The applications: the demo, then the soak ----
+# submit_app NAME CLASS RESULT-KEY ARGS...: spark-submit of a demo class on the cluster, its
+# output in $cluster/NAME.out and .err; dies unless it exits 0 with `RESULT-KEY=passed` last.
+submit_app() {
+  local name="$1" class="$2" key="$3" status=0; shift 3
+  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
+    --master "$master" --deploy-mode client \
+    --class "$class" --jars "$jar" \
+    --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
+    --conf spark.executor.cores=1 --conf spark.cores.max=2 \
+    --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m \
+    --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+    --conf spark.executor.memoryOverhead=${overhead_mib}m \
+    --conf spark.sql.extensions=spillway.SpillwayExtensions \
+    --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
+    --conf spark.ui.enabled=false \
+    --conf spark.local.dir="$cluster/driver-local" \
+    --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
+    --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
+    "$demo_jar" "$@" >"$cluster/$name.out" 2>"$cluster/$name.err" || status=$?
+  cat "$cluster/$name.out"
+  if [[ $status -ne 0 ]] || [[ "$(tail -1 "$cluster/$name.out")" != "$key=passed" ]]; then
+    tail -40 "$cluster/$name.err" >&2
+    die "$name failed (status $status); logs in $cluster"
+  fi
+}
+submit_app submit spillway.demo.ClusterDemo cluster-demo-result 2
+# Sustained SQL load (spillway.demo.ClusterSoak): CLUSTER_SOAK_SECONDS of concurrent spilling
+# sorts, a session over its plan limit, one cancelling its queries; 0 skips it.
+soak_seconds="${CLUSTER_SOAK_SECONDS:-0}"
+if ((soak_seconds > 0)); then
+  log "submitting spillway.demo.ClusterSoak for $soak_seconds s"
+  SPARK_TEST_TIMEOUT=$(( soak_seconds + ${SPARK_TEST_TIMEOUT:-600} )) \
+    submit_app soak spillway.demo.ClusterSoak cluster-soak-result "$soak_seconds" 2
 fi
 failed=0
 
