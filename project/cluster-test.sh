@@ -24,7 +24,8 @@
 # Usage: project/cluster-test.sh [LINE], LINE a key of project/spark-lines (3.5_2.12, 4.1_2.13;
 # default the primary line) whose pyspark ships that Scala version.
 # Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600),
-# CLUSTER_SOAK_SECONDS (the soak's length; default 0, no soak).
+# CLUSTER_SOAK_SECONDS (the soak's length; default 0, no soak), CLUSTER_SOAK_SORT (spark: the soak's
+# load on Spark's own sort, its baseline).
 # Needs the line's product and demo jars: run through `make cluster-test`, which builds them.
 set -euo pipefail
 
@@ -222,7 +223,7 @@ soak_seconds="${CLUSTER_SOAK_SECONDS:-0}"
 if ((soak_seconds > 0)); then
   log "submitting spillway.demo.ClusterSoak for $soak_seconds s"
   SPARK_TEST_TIMEOUT=$(( soak_seconds + ${SPARK_TEST_TIMEOUT:-600} )) \
-    submit_app soak spillway.demo.ClusterSoak cluster-soak-result "$soak_seconds" 2
+    submit_app soak spillway.demo.ClusterSoak cluster-soak-result "$soak_seconds" 2 "${CLUSTER_SOAK_SORT:-spillway}"
 fi
 failed=0
 

@@ -12,7 +12,10 @@ import scala.util.control.NonFatal
 import org.apache.spark.{BarrierTaskContext, SparkEnv, TaskContext}
 import org.apache.spark.sql.{DataFrame, Encoders, SparkSession}
 
-import spillway.SpillwayConf
+import spillway.{NativeStats, SpillwayConf}
+
+/** An executor's own view at `time`: its JVM heap committed, and the library's Go heap and native sort memory. */
+final case class SoakInside(time: Long, executorId: String, heapCommitted: Long, goHeapBytes: Long, nativeBytes: Long)
 
 /** What one partition of a soak query's result holds ([[ClusterSoak]]'s digest). */
 final case class SoakPartition(index: Int, rows: Long, ids: Long, keys: Long, strings: Long, ordered: Boolean, first: Long, last: Long)
@@ -32,12 +35,17 @@ final case class SoakPartition(index: Int, rows: Long, ids: Long, keys: Long, st
  *    with Spark's result.
  *
  * Meanwhile the driver samples each executor's process (all run on this machine): its RSS, open
- * descriptors, threads, and the plan dirs in its local dirs. Between the first and the last
- * [[Window]] of the run (after a warm-up), none may grow like a leak (bounds below); after the
- * load, no plan dir may be left. Prints the figures, then `cluster-soak-result=passed` (exit status
+ * descriptors, threads, and the plan dirs in its local dirs; and a small job reads each one's JVM
+ * heap and the library's counters. Between the first and the last [[Window]] of the run (after a
+ * warm-up) none may grow like a leak: RSS no more than the JVM's committed heap plus
+ * [[RssSlackBytes]], the Go heap, descriptors and threads within their slack. After the load, no
+ * plan dir may be left. Prints the figures, then `cluster-soak-result=passed` (exit status
  * 0) or `cluster-soak-result=failed N check(s)` (exit status 1).
  *
- * Usage: spark-submit --class spillway.demo.ClusterSoak --jars spillway.jar spillway-demo.jar seconds [executors (2)]
+ * With `spark` as its third argument, the same load runs on Spark's own sort (no limited session):
+ * the baseline of what the executors' processes do under it without Spillway's.
+ *
+ * Usage: spark-submit --class spillway.demo.ClusterSoak --jars spillway.jar spillway-demo.jar seconds [executors (2) [spillway|spark]]
  */
 object ClusterSoak {
   val ResultKey = "cluster-soak-result"
@@ -56,7 +64,12 @@ object ClusterSoak {
   private val Window = 60000L
   private val SampleMillis = 2000L
   /** Bounds of growth between the first and the last window, each the most sampled there. */
-  private val RssSlackBytes = 128L << 20
+  /** RSS may grow as the JVM's committed heap does (up to spark.executor.memory), and by this beyond. */
+  private val RssSlackBytes = 64L << 20
+  /** The library's Go heap may grow by this. */
+  private val GoHeapSlackBytes = 16L << 20
+  /** How often a small job reads each executor's own view: its JVM heap and the library's counters. */
+  private val InsideMillis = 10000L
   private val FdSlack = 32
   private val ThreadSlack = 32
   private val LeftoverWaitMillis = 30000L // a bound on waiting for the last tasks' plan dirs to go
@@ -72,6 +85,7 @@ object ClusterSoak {
   def main(args: Array[String]): Unit = {
     val seconds = args.headOption.map(_.toInt).getOrElse(60)
     val executors = args.lift(1).map(_.toInt).getOrElse(2)
+    val native = args.lift(2).forall(_ != "spark")
     // FAIR: the sessions' jobs share the executors rather than queue behind each other.
     val spark = SparkSession.builder().appName("spillway-cluster-soak")
       .config("spark.scheduler.mode", "FAIR")
@@ -79,7 +93,7 @@ object ClusterSoak {
       .config(SpillwayConf.SortMemoryBudgetKey, SortBudget) // every sort spills, whatever the executor's memory
       .getOrCreate()
     val failures =
-      try run(spark, seconds * 1000L, executors)
+      try run(spark, seconds * 1000L, executors, native)
       catch { case NonFatal(e) => e.printStackTrace(); Seq(s"the soak broke: $e") }
       finally spark.stop()
     // A check that fails on every query says so once, with how often.
@@ -120,7 +134,7 @@ object ClusterSoak {
     (parts.map(_.rows).sum, parts.map(_.ids).sum, parts.map(_.keys).sum, parts.map(_.strings).sum, inOrder)
   }
 
-  private def run(spark: SparkSession, millis: Long, n: Int): Seq[String] = {
+  private def run(spark: SparkSession, millis: Long, n: Int, native: Boolean): Seq[String] = {
     val failures = new ConcurrentLinkedQueue[String]
     def check(ok: Boolean, what: => String): Unit = if (!ok) failures.add(what)
 
@@ -144,6 +158,7 @@ object ClusterSoak {
     def session(name: String)(loop: SparkSession => Unit): Thread = {
       val t = new Thread(() => {
         val s = spark.newSession()
+        if (!native) s.conf.set(SpillwayConf.SqlSortEnabledKey, "false")
         s.sparkContext.setLocalProperty("spark.scheduler.pool", name) // FAIR between the sessions, not FIFO in one pool
         try while (System.currentTimeMillis() < deadline) loop(s)
         catch { case NonFatal(e) => failures.add(s"$name broke: $e") }
@@ -197,7 +212,7 @@ object ClusterSoak {
         sc.clearJobGroup()
       }
     }
-    val threads = sorters :+ limited :+ cancelling
+    val threads = if (native) sorters :+ limited :+ cancelling else sorters :+ cancelling
     val sampler = new Thread(() => {
       while (!stop.get) {
         executors.foreach(e => sample(e).foreach(samples.add))
@@ -206,6 +221,17 @@ object ClusterSoak {
     }, "soak-sampler")
     sampler.setDaemon(true)
     sampler.start()
+    val insides = new ConcurrentLinkedQueue[SoakInside]
+    val insider = new Thread(() => {
+      spark.sparkContext.setLocalProperty("spark.scheduler.pool", "sampler")
+      while (!stop.get) {
+        try inside(spark, executors.size).foreach(insides.add)
+        catch { case NonFatal(e) => failures.add(s"the executors could not be sampled: $e") }
+        Thread.sleep(InsideMillis)
+      }
+    }, "soak-inside")
+    insider.setDaemon(true)
+    insider.start()
     threads.foreach(_.start())
     threads.foreach(_.join(millis + 600000L)) // a query running at the deadline ends first
     threads.filter(_.isAlive).foreach(t => failures.add(s"${t.getName} still runs ten minutes past the deadline"))
@@ -217,10 +243,11 @@ object ClusterSoak {
     while (left.exists(_._2 > 0) && System.currentTimeMillis() < leftDeadline) Thread.sleep(500)
     stop.set(true)
     sampler.join()
+    insider.join()
     left.foreach { case (id, dirs) => check(dirs == 0, s"executor $id: $dirs plan dirs left after the load") }
 
-    println(s"soak: ${(end - start) / 1000} s of load; queries: ${outcomes.map(k => s"${counts(k).get} $k").mkString(", ")}")
-    Seq(Sorted, Refused).foreach(k => check(counts(k).get > 0, s"no query was $k"))
+    println(s"soak: ${(end - start) / 1000} s of load on ${if (native) "Spillway's" else "Spark's"} sort; queries: ${outcomes.map(k => s"${counts(k).get} $k").mkString(", ")}")
+    (if (native) Seq(Sorted, Refused) else Seq(Sorted)).foreach(k => check(counts(k).get > 0, s"no query was $k"))
     check(counts(Cancelled).get + counts(NotCancelled).get > 0, "the cancelling session ran no query")
 
     // Flat between the first and the last window after the warm-up.
@@ -233,14 +260,27 @@ object ClusterSoak {
       val last = mine.filter(_.time > end - window)
       if (first.isEmpty || last.isEmpty) failures.add(s"executor ${e.id}: no samples to compare (${mine.size} in all)")
       else {
-        def most[T: Ordering](s: Seq[Sample], f: Sample => T): T = s.map(f).max
-        val (rss0, rss1) = (most(first, _.rssBytes), most(last, _.rssBytes))
-        val (fd0, fd1) = (most(first, _.fds), most(last, _.fds))
-        val (th0, th1) = (most(first, _.threads), most(last, _.threads))
+        def most[S, T: Ordering](s: Seq[S], f: S => T): T = s.map(f).max
+        val (rss0, rss1) = (most(first, (_: Sample).rssBytes), most(last, (_: Sample).rssBytes))
+        val (fd0, fd1) = (most(first, (_: Sample).fds), most(last, (_: Sample).fds))
+        val (th0, th1) = (most(first, (_: Sample).threads), most(last, (_: Sample).threads))
+        val seen = insides.asScala.toSeq.filter(i => i.executorId == e.id && i.time >= measured && i.time <= end)
+        val (in0, in1) = (seen.filter(_.time < measured + window), seen.filter(_.time > end - window))
+        val MiB = 1048576.0
         println(f"soak: executor ${e.id}: the first and last ${window / 1000}%d s of ${(end - measured) / 1000}%d: " +
-          f"RSS ${rss0 / 1048576.0}%.0f -> ${rss1 / 1048576.0}%.0f MiB, descriptors $fd0 -> $fd1, threads $th0 -> $th1, " +
-          s"plan dirs at most ${most(mine, _.planDirs)}, ${mine.size} samples")
-        check(rss1 <= rss0 + RssSlackBytes, s"executor ${e.id}: RSS grew from $rss0 to $rss1 bytes")
+          f"RSS ${rss0 / MiB}%.0f -> ${rss1 / MiB}%.0f MiB, descriptors $fd0 -> $fd1, threads $th0 -> $th1, " +
+          s"plan dirs at most ${most(mine, (_: Sample).planDirs)}, ${mine.size} samples")
+        if (in0.isEmpty || in1.isEmpty) failures.add(s"executor ${e.id}: no inside samples to compare (${seen.size} in all)")
+        else {
+          val (heap0, heap1) = (most(in0, (_: SoakInside).heapCommitted), most(in1, (_: SoakInside).heapCommitted))
+          val (go0, go1) = (most(in0, (_: SoakInside).goHeapBytes), most(in1, (_: SoakInside).goHeapBytes))
+          println(f"soak: executor ${e.id}: JVM heap committed ${heap0 / MiB}%.0f -> ${heap1 / MiB}%.0f MiB, " +
+            f"the library's Go heap ${go0 / MiB}%.1f -> ${go1 / MiB}%.1f MiB, native sort memory at most ${most(seen, (_: SoakInside).nativeBytes) / MiB}%.0f MiB, " +
+            s"${seen.size} samples")
+          val beyondHeap = (rss1 - rss0) - math.max(0L, heap1 - heap0)
+          check(beyondHeap <= RssSlackBytes, f"executor ${e.id}: RSS grew by ${(rss1 - rss0) / MiB}%.0f MiB, ${beyondHeap / MiB}%.0f MiB beyond the JVM heap's growth")
+          check(go1 <= go0 + GoHeapSlackBytes, s"executor ${e.id}: the library's Go heap grew from $go0 to $go1 bytes")
+        }
         check(fd1 <= fd0 + FdSlack, s"executor ${e.id}: open descriptors grew from $fd0 to $fd1")
         check(th1 <= th0 + ThreadSlack, s"executor ${e.id}: threads grew from $th0 to $th1")
       }
@@ -255,6 +295,13 @@ object ClusterSoak {
       BarrierTaskContext.get().barrier() // hold every slot until all ran: no executor runs two
       Iterator(e)
     }.collect().toSeq.sortBy(_.id)
+
+  /** Each executor's own view now, from a job of a few tasks per executor (some executor may be missed). */
+  private def inside(spark: SparkSession, n: Int): Seq[SoakInside] =
+    spark.sparkContext.parallelize(0 until 4 * n, 4 * n).map { _ =>
+      val stats = NativeStats.read()
+      SoakInside(System.currentTimeMillis(), SparkEnv.get.executorId, Runtime.getRuntime.totalMemory(), stats("goHeapBytes"), stats("nativeBytes"))
+    }.collect().toSeq.groupBy(_.executorId).values.map(_.maxBy(_.time)).toSeq
 
   /** The executor's process now, read from /proc (the executors run on this machine); None once it is gone. */
   private def sample(e: Executor): Option[Sample] =
