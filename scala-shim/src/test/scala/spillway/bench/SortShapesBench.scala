@@ -1,6 +1,6 @@
 package spillway.bench
 
-import java.nio.file.{Files, Paths}
+import java.nio.file.{Files, Path, Paths}
 
 import scala.util.control.NonFatal
 
@@ -29,7 +29,7 @@ import spillway.sql.SpillwaySortRule
  * could gain over Spark's, and the report gives it beside the engines' ratios. The same in a Comet
  * session ("no sort: Comet's shuffle only") is the floor under Comet's sort.
  *
- * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [engines]]]"`,
+ * Usage: `project/sbt "Test/runMain spillway.bench.SortShapesBench scaleFactor offHeap rounds [dataDir [shapes [engines [orders]]]]"`,
  * default "1 256m 3": local[2], `spark.memory.offHeap.size=offHeap` in every session (Spark's sort
  * takes its pages from it, Spillway its grant, Comet its pool), 8 shuffle partitions. Each round
  * (a warm-up round comes first and is not counted) runs every shape in a Spillway session (rule off:
@@ -39,24 +39,50 @@ import spillway.sql.SpillwaySortRule
  * comet+spillway, comet-sort-off), and `all` adds to the default ones a last way: Comet with its
  * own sort off (`spark.comet.exec.sort.enabled=false`), so that Spillway takes every sort under
  * Comet's scan and shuffle. Needs Comet's jar on the classpath (the 4.1 line's test classpath has
- * it) for the Comet ways.
+ * it) for the Comet ways. `orders` picks the sort's input orders by key (`dbgen`, the default;
+ * `random`, `sorted`, `reverse`, `few`; see [[Order]]): every shape runs on each.
  */
 object SortShapesBench extends AdaptiveSparkPlanHelper {
-  final case class Shape(name: String, sql: String, about: String)
+  /**
+   * A query whose last stage sorts. `inputKeys` is its ORDER BY over lineitem's own columns (the
+   * sort's keys before the query's projection): the order of the `sorted` and `reverse` inputs.
+   */
+  final case class Shape(name: String, sql: String, about: String, inputKeys: String)
 
   val Shapes: Seq[Shape] = Seq(
     Shape("wide", "SELECT * FROM lineitem ORDER BY l_partkey, l_suppkey DESC, l_orderkey, l_linenumber",
-      "all 16 columns of lineitem (strings, decimals, dates), four keys"),
+      "all 16 columns of lineitem (strings, decimals, dates), four keys", "l_partkey, l_suppkey DESC, l_orderkey, l_linenumber"),
     Shape("narrow", "SELECT l_orderkey, l_quantity FROM lineitem ORDER BY l_orderkey",
-      "two columns, one long key (the sort Q18's join does)"),
+      "two columns, one long key (the sort Q18's join does)", "l_orderkey"),
     Shape("nulls", "SELECT k, l_quantity FROM (SELECT IF(l_suppkey % 100 = 0, NULL, l_orderkey) AS k, l_quantity FROM lineitem) ORDER BY k",
-      "narrow rows, the long key 1% null (as an outer join's key may be)"),
+      "narrow rows, the long key 1% null (as an outer join's key may be)", "IF(l_suppkey % 100 = 0, NULL, l_orderkey)"),
     Shape("strings", "SELECT l_comment, l_shipinstruct, l_orderkey FROM lineitem ORDER BY l_comment, l_shipinstruct",
-      "string keys (l_comment: 10-43 chars)"),
+      "string keys (l_comment: 10-43 chars)", "l_comment, l_shipinstruct"),
     Shape("two-key", "SELECT * FROM lineitem ORDER BY l_shipdate, l_extendedprice",
-      "all 16 columns, a date and a decimal key"),
+      "all 16 columns, a date and a decimal key", "l_shipdate, l_extendedprice"),
     Shape("interval", "SELECT make_dt_interval(0, l_linenumber, cast(l_orderkey % 60 AS int), 0) AS k FROM lineitem ORDER BY k DESC",
-      "a day-time interval key, which Comet 1.2.0 leaves to Spark's sort"))
+      "a day-time interval key, which Comet 1.2.0 leaves to Spark's sort",
+      "make_dt_interval(0, l_linenumber, cast(l_orderkey % 60 AS int), 0) DESC"))
+
+  /**
+   * The order lineitem's rows come in, the sort's input: the table is rewritten so (once, kept
+   * under the data dir's `orders/`), and each shape's query reads it as `lineitem`. The sort
+   * reads its input through a range shuffle, so a stage's task gets the rows of every map task in
+   * turn: input sorted its way comes as one sorted stretch per map task.
+   */
+  sealed abstract class Order(val key: String, val about: String)
+  /** As dbgen writes lineitem: by order key, each order's lines together. */
+  case object Dbgen extends Order("dbgen", "as dbgen writes them (by l_orderkey)")
+  /** Rows in random order: every column's values come in no particular order. */
+  case object RandomOrder extends Order("random", "rows in random order (every column in no particular order)")
+  /** Sorted by the shape's own keys. */
+  case object Sorted extends Order("sorted", "already sorted by the shape's keys")
+  /** Sorted by the shape's keys the other way round. */
+  case object Reverse extends Order("reverse", "sorted by the shape's keys in reverse")
+  /** Every key column of every shape cut to at most FewKeys values, rows in random order. */
+  case object Few extends Order("few", s"few distinct keys (at most $FewKeys values per key column), in random order")
+  val Orders: Seq[Order] = Seq(Dbgen, RandomOrder, Sorted, Reverse, Few)
+  val FewKeys = 8
 
   /** `cometSort`: Comet's own sort on (`spark.comet.exec.sort.enabled`), in a Comet session. */
   sealed abstract class Engine(val key: String, val name: String, val comet: Boolean, val spillway: Boolean,
@@ -78,7 +104,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   val DefaultEngines: Seq[Engine] = Engines.init
 
   /** One run; `failed` holds why the query failed (its stage times and spills are then not counted). */
-  final case class Run(shape: Shape, engine: Engine, round: Int, seconds: Double, stage: StageTime, spilledBytes: Long,
+  final case class Run(shape: Shape, order: Order, engine: Engine, round: Int, seconds: Double, stage: StageTime, spilledBytes: Long,
       onDiskBytes: Long, rows: Long, sorts: Seq[String], failed: Option[String] = None)
 
   def main(args: Array[String]): Unit = {
@@ -99,9 +125,16 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
         require(unknown.isEmpty, s"unknown engines ${unknown.mkString(", ")}: pick among ${Engines.map(_.key).mkString(", ")}, or all")
         Engines.filter(e => picked(e.key))
     }
+    val orders = args.lift(6).filter(_.nonEmpty).fold(Seq[Order](Dbgen)) { keys =>
+      val picked = keys.split(",").map(_.trim).toSet
+      val unknown = picked -- Orders.map(_.key)
+      require(unknown.isEmpty, s"unknown orders ${unknown.mkString(", ")}: pick among ${Orders.map(_.key).mkString(", ")}")
+      Orders.filter(o => picked(o.key))
+    }
     val local = Files.createTempDirectory("spillway-shapes-bench-")
     try {
       tables(local, scaleFactor, sfName, data)
+      inputs(local, data, shapes, orders)
       val memory = Seq("spark.memory.offHeap.enabled" -> "true", "spark.memory.offHeap.size" -> offHeap,
         "spark.sql.shuffle.partitions" -> "8")
       val runs = (0 to rounds).flatMap { round =>
@@ -109,29 +142,32 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
         kinds.flatMap { comet =>
           val confs = (if (comet) cometConfs else spillwayConfs) ++ memory
           withSession(s"SortShapesBench-${if (comet) "comet" else "spark"}", local, data, confs) { spark =>
-            shapes.flatMap { shape =>
+            for (shape <- shapes; order <- orders; engine <- {
               val mine = engines.filter(_.comet == comet)
-              (if (round % 2 == 0) mine.reverse else mine).map(once(spark, shape, _, round))
+              if (round % 2 == 0) mine.reverse else mine
+            }) yield {
+              spark.read.parquet(input(data, shape, order).toString).createOrReplaceTempView("lineitem")
+              once(spark, shape, order, engine, round)
             }
           }
         }
       }
-      report(sfName, offHeap, rounds, shapes, runs.filter(_.round > 0))
+      report(sfName, offHeap, rounds, shapes, orders, runs.filter(_.round > 0))
     } finally TestFiles.deleteRecursively(local)
   }
 
   /** One run of `shape` by `engine`; a query that fails (an engine out of memory, say) is a failed run, not the end of the bench. */
-  private def once(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run =
-    try measure(spark, shape, engine, round)
+  private def once(spark: SparkSession, shape: Shape, order: Order, engine: Engine, round: Int): Run =
+    try measure(spark, shape, order, engine, round)
     catch {
       case NonFatal(e) =>
         val root = Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).toSeq.last
         val why = Option(root.getMessage).getOrElse(root.toString).linesIterator.take(3).mkString(" ")
-        println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s FAILED: $why")
-        Run(shape, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, 0, Nil, Some(why))
+        println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${order.key}%-7s ${engine.name}%-15s FAILED: $why")
+        Run(shape, order, engine, round, Double.NaN, StageTime(Double.NaN, Double.NaN, Double.NaN), 0, 0, 0, Nil, Some(why))
     }
 
-  private def measure(spark: SparkSession, shape: Shape, engine: Engine, round: Int): Run = {
+  private def measure(spark: SparkSession, shape: Shape, order: Order, engine: Engine, round: Int): Run = {
     spark.conf.set(SpillwaySortRule.EnabledKey, engine.spillway.toString)
     if (engine.comet) spark.conf.set("spark.comet.exec.sort.enabled", engine.cometSort.toString)
     val stages = stageTimes(spark)
@@ -155,14 +191,77 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     ListenerBusProbe.drain(spark.sparkContext)
     val last = stages.take().lastOption.getOrElse(throw new IllegalStateException(s"no stage of ${shape.name} completed"))
     val onDisk = last.diskBytesSpilled
-    println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${engine.name}%-15s $seconds%6.2f s; " +
+    println(f"  ${if (round == 0) "warm-up" else s"round $round"}%-8s ${shape.name}%-9s ${order.key}%-7s ${engine.name}%-15s $seconds%6.2f s; " +
       f"sorting stage ${last.seconds}%.2f s, ${last.cpuSeconds}%.2f task CPU-s, ${last.processCpuSeconds}%.2f process CPU-s; " +
       f"spilled ${spilled / 1e6}%.0f MB, ${onDisk / 1e6}%.0f MB on disk; $rows rows in ${last.tasks} tasks; ${sorts.mkString(",")}")
     if (round == 0 && engine.comet) { // what Comet's sort reports, to keep the metric above honest
       sortNodes.filter(_.nodeName.startsWith("Comet")).headOption.foreach(n => println(s"    ${n.nodeName} metrics: ${n.metrics.keys.toSeq.sorted.mkString(", ")}"))
     }
-    Run(shape, engine, round, seconds, last, spilled, onDisk, rows, sorts)
+    Run(shape, order, engine, round, seconds, last, spilled, onDisk, rows, sorts)
   }
+
+  /** Where lineitem in `order` for `shape` is: dbgen's table, or one rewritten by [[inputs]]. */
+  private def input(data: Path, shape: Shape, order: Order): Path = order match {
+    case Dbgen => data.resolve("lineitem")
+    case RandomOrder | Few => data.resolve("orders").resolve(order.key)
+    case Sorted | Reverse => data.resolve("orders").resolve(s"${shape.name}-${order.key}")
+  }
+
+  /**
+   * Writes lineitem in each order the bench runs that is not written yet, each through a sibling
+   * dir renamed at the end (so a cut-off run leaves no half table), in as many files as dbgen's.
+   */
+  private def inputs(local: Path, data: Path, shapes: Seq[Shape], orders: Seq[Order]): Unit = {
+    val wanted = (for (shape <- shapes; order <- orders if order != Dbgen) yield (input(data, shape, order), shape, order))
+      .foldLeft(Vector.empty[(Path, Shape, Order)])((acc, w) => if (acc.exists(_._1 == w._1)) acc else acc :+ w) // one per table
+    val missing = wanted.filterNot { case (p, _, _) => Files.exists(p.resolve("_SUCCESS")) }
+    if (missing.isEmpty) return
+    val files = Option(data.resolve("lineitem").toFile.listFiles()).getOrElse(Array.empty[java.io.File]).count(_.getName.endsWith(".parquet"))
+    withSession("SortShapesBench-inputs", local, data, Seq("spark.sql.shuffle.partitions" -> math.max(2, files).toString)) { spark =>
+      val lineitem = spark.table("lineitem")
+      for ((path, shape, order) <- missing) {
+        val t0 = System.nanoTime()
+        val rows = order match {
+          case RandomOrder => lineitem.orderBy(expr("xxhash64(l_orderkey, l_linenumber)"))
+          case Few => few(lineitem).orderBy(expr("xxhash64(l_orderkey, l_linenumber, l_partkey)"))
+          case Sorted => lineitem.orderBy(sortKeys(shape.inputKeys, reverse = false): _*)
+          case Reverse => lineitem.orderBy(sortKeys(shape.inputKeys, reverse = true): _*)
+          case Dbgen => lineitem
+        }
+        val partial = path.resolveSibling(path.getFileName.toString + ".partial")
+        TestFiles.deleteRecursively(partial)
+        rows.write.parquet(partial.toString)
+        TestFiles.deleteRecursively(path)
+        Files.move(partial, path)
+        println(f"lineitem ${order.key}${if (order == Sorted || order == Reverse) s" for ${shape.name}" else ""} written into $path in ${(System.nanoTime() - t0) / 1e9}%.0f s")
+      }
+    }
+  }
+
+  /**
+   * lineitem with each key column of the shapes cut to at most FewKeys values of its own type
+   * (l_linenumber and l_shipinstruct have 7 and 4 already), the other columns as they are.
+   */
+  private def few(lineitem: DataFrame): DataFrame = {
+    val types = lineitem.schema.fields.map(f => f.name -> f.dataType.sql).toMap
+    val h = s"pmod(xxhash64(l_orderkey, l_linenumber), $FewKeys)"
+    val cut = Map(
+      "l_orderkey" -> h,
+      "l_partkey" -> s"pmod(l_partkey, $FewKeys)",
+      "l_suppkey" -> s"pmod(l_suppkey, $FewKeys)",
+      "l_extendedprice" -> s"pmod(l_partkey, $FewKeys) * 1000",
+      "l_shipdate" -> s"date_add(DATE'1995-01-01', CAST($h AS INT))",
+      "l_comment" -> s"concat('few keys ', $h)")
+    lineitem.select(lineitem.columns.map(c => cut.get(c).fold(lineitem.col(c))(e => expr(s"CAST($e AS ${types(c)})").as(c))).toIndexedSeq: _*)
+  }
+
+  /** An ORDER BY list (`a, b DESC`) as columns, each the other way round with `reverse` (nulls last then, as Spark's DESC). */
+  private def sortKeys(list: String, reverse: Boolean): Seq[org.apache.spark.sql.Column] =
+    list.split(",").map(_.trim).toIndexedSeq.map { k =>
+      val desc = k.endsWith(" DESC")
+      val c = expr(k.stripSuffix(" DESC").stripSuffix(" ASC"))
+      if (desc != reverse) c.desc else c.asc
+    }
 
   /** The plan each engine must have run: else the numbers are another engine's. */
   private def check(shape: Shape, engine: Engine, sorts: Seq[String], plan: SparkPlan): Unit = {
@@ -195,15 +294,15 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
     spark.sql(select).repartitionByRange(keys.toIndexedSeq: _*)
   }
 
-  private def report(sf: String, offHeap: String, rounds: Int, shapes: Seq[Shape], runs: Seq[Run]): Unit = {
+  private def report(sf: String, offHeap: String, rounds: Int, shapes: Seq[Shape], orders: Seq[Order], runs: Seq[Run]): Unit = {
     println()
     println(s"Sorting stages, TPC-H SF$sf lineitem, local[2], $offHeap off-heap in every session, $rounds alternating rounds after a warm-up;")
     println("medians (min-max). Wall and task CPU of the stage that sorts (shuffle read, sort, every row read); process CPU: all threads over it.")
     println("\"no sort\" is the same shuffle and rows with no sort: its \"Spark / it\" is the most a sort costing nothing could gain over Spark's;")
     println("\"over the floor\" is a stage's median wall less its session's floor's (Comet's for the Comet ways), the sort's own share;")
     println("\"Spark / it, over the floor\" compares those shares.")
-    for (shape <- shapes) {
-      val all = runs.filter(_.shape == shape)
+    for (shape <- shapes; order <- orders) {
+      val all = runs.filter(r => r.shape == shape && r.order == order)
       val mine = all.filter(_.failed.isEmpty)
       def of(e: Engine) = mine.filter(_.engine == e)
       val sparkWall = median(of(SparkSort).map(_.stage.seconds))
@@ -213,7 +312,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       val floorWall = median(of(NoSort).map(_.stage.seconds))
       val cometFloorWall = median(of(CometNoSort).map(_.stage.seconds))
       val rows = mine.map(_.rows).distinct
-      println(s"\n${shape.name}: ${shape.about}\n  ${shape.sql}${if (rows.size > 1) s"\n  WARNING: the engines read different row counts: $rows" else s" (${rows.headOption.getOrElse(0L)} rows)"}")
+      println(s"\n${shape.name}, input ${order.key}: ${shape.about}; rows ${order.about}\n  ${shape.sql}${if (rows.size > 1) s"\n  WARNING: the engines read different row counts: $rows" else s" (${rows.headOption.getOrElse(0L)} rows)"}")
       println("| engine | sort | tasks | stage wall (s) | over the floor (s) | task CPU (s) | process CPU (s) | spilled (MB) | on disk (MB) | Spark / it, wall | Spark / it, over the floor | Spark / it, process CPU | Comet / it, wall |")
       println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
       for (e <- Engines; failed = all.filter(r => r.engine == e && r.failed.nonEmpty) if failed.nonEmpty) {
