@@ -279,7 +279,8 @@ func (w *runWriter) memory() int64 { return int64(w.w.Memory()) }
 
 // runReader reads a run's records through a synchronous chunk reader (no read-ahead: a merge
 // may hold thousands of runs open, each counted in the budget) into a record buffer that grows
-// to the run's largest record.
+// to the run's largest record. A remote run's reader fetches its next span ahead all the same
+// (remoteRunSpans): one GET in flight and two spans, counted in the run's cost.
 type runReader struct {
 	s            *Sorter
 	run          *run
