@@ -18,7 +18,7 @@ LIB_MAIN := ./cmd/libspillway
 # functions, nothing else.
 LIB_EXPORTS := $(CURDIR)/build/exports.map
 
-.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-remote test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak cluster-soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
+.PHONY: all lib lib-arm64 lib-testhooks jar publish-local demo test test-go test-remote bench-remote test-c test-contract test-datafusion datafusion-jni test-jvm test-line cluster-test pyspark-example test-ui soak cluster-soak spark-suites fuzz bench bench-c bench-sort bench-sql bench-memory bench-ui bench-datafusion clean docs bench-charts
 
 all: lib
 
@@ -128,6 +128,20 @@ fuzz:
 # tmpfs (root, as CI runs). Under a minute.
 test-remote:
 	project/s3-server.sh go test -race -count=1 -tags s3server -run 'Remote|Probe' ./spill/ ./spill/s3store/
+
+# The remote tier's throughput against the same server (docs/benchmarks/remote.md): a 256 MiB spill
+# file written through the tier against the client's own PutObject of the bytes it stored, read
+# back in order against one GET of the object, and the external sort's merge of 16 remote runs
+# with 20 ms added to every request by the fault proxy against the same merge with none, each
+# beside its baseline in every iteration (spill/remote_bench_server_test.go). Prints a table of
+# MB/s and ratios (project/bench-remote-table.awk); the raw output is in build/bench/remote.txt.
+# About 3 minutes on 2 cores; BENCH_REMOTE_RUNS iterations of each.
+BENCH_REMOTE_RUNS ?= 3
+bench-remote:
+	mkdir -p build/bench
+	project/s3-server.sh go test -tags s3server -run '^$$' -bench '^BenchmarkRemote' \
+		-benchtime $(BENCH_REMOTE_RUNS)x -timeout 15m ./spill/ | tee build/bench/remote.txt
+	awk -f project/bench-remote-table.awk build/bench/remote.txt
 
 # The C ABI (include/spillway.h) from a plain C program linked to the library, with no JVM: the
 # exports are exactly the JNI entry points and the header's functions; a full disk is a real

@@ -14,3 +14,14 @@ var OwnerLockName = ownerLockName
 func CreateLockByRename(d Dir, name string) (Lock, error) {
 	return d.(*osDir).createLockByRename(name, fileMode)
 }
+
+// RemotePartSent waits until the part a remote file sends in the background, if any, is sent
+// (or failed), and leaves its outcome to the file's next write.
+func RemotePartSent(f *File) {
+	f.mu.Lock()
+	ps := f.obj.inFlight
+	f.mu.Unlock()
+	if ps != nil {
+		<-ps.done
+	}
+}

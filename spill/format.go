@@ -198,12 +198,22 @@ func (w *Writer) Memory() int { return w.w.Memory() }
 // *chunkfile.FormatError) for a file that is not what its Writer wrote. Close must be called. A
 // Reader is not safe for concurrent use.
 type Reader struct {
-	f *File
-	r *chunkfile.Reader
+	f     *File
+	r     *chunkfile.Reader
+	spans *remoteSpans // a remote file's spans (remoteread.go); nil for a local file
 }
 
-// ReaderOptions tune a Reader; see chunkfile.ReaderOptions.
-type ReaderOptions = chunkfile.ReaderOptions
+// ReaderOptions tune a Reader.
+type ReaderOptions struct {
+	// Synchronous turns the chunk read-ahead off; see chunkfile.ReaderOptions.
+	Synchronous bool
+	// Buffers, if set, gives the Reader its chunk buffers and a remote file's span buffers; see
+	// chunkfile.ReaderOptions.
+	Buffers chunkfile.Buffers
+	// RemoteSpan is the bytes of each ranged GET of a remote file (0: RemoteReadSpan): the Reader
+	// holds two spans besides its chunk buffers, RemoteReaderMemory. Ignored for a local file.
+	RemoteSpan int
+}
 
 // Framing states of a File.
 const (
@@ -232,14 +242,21 @@ func (f *File) OpenReader(opts ReaderOptions) (*Reader, error) {
 		return nil, ErrNotFinished
 	}
 	key := f.m.format.Key
+	var src io.ReaderAt = f
+	var spans *remoteSpans
 	if f.obj != nil {
 		key = f.key
+		spans = newRemoteSpans(f, size, opts.RemoteSpan, opts.Buffers)
+		src = spans
 	}
-	r, err := chunkfile.NewReader(f, size, key, opts)
+	r, err := chunkfile.NewReader(src, size, key, chunkfile.ReaderOptions{Synchronous: opts.Synchronous, Buffers: opts.Buffers})
 	if err != nil {
+		if spans != nil {
+			spans.close()
+		}
 		return nil, fmt.Errorf("spill: opening %s: %w", f.path, err)
 	}
-	return &Reader{f: f, r: r}, nil
+	return &Reader{f: f, r: r, spans: spans}, nil
 }
 
 // Read reads the file's plain bytes in order; io.EOF after the last.
@@ -273,11 +290,24 @@ func (r *Reader) Seek(offset int64, whence int) (int64, error) {
 	return n, err
 }
 
-// Memory is the bytes of chunk buffers the Reader holds now.
-func (r *Reader) Memory() int { return r.r.Memory() }
+// Memory is the bytes of buffers the Reader holds now: its chunk buffers and, for a remote file,
+// its span buffers (at most RemoteReaderMemory).
+func (r *Reader) Memory() int {
+	if r.spans != nil {
+		return r.r.Memory() + r.spans.memory()
+	}
+	return r.r.Memory()
+}
 
 // File is the file read.
 func (r *Reader) File() *File { return r.f }
 
-// Close stops the read-ahead and drops the buffers. It does not release the file.
-func (r *Reader) Close() error { return r.r.Close() }
+// Close stops the read-ahead (a remote file's GET in flight too) and drops the buffers. It does
+// not release the file.
+func (r *Reader) Close() error {
+	err := r.r.Close()
+	if r.spans != nil {
+		r.spans.close()
+	}
+	return err
+}

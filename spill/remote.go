@@ -23,10 +23,16 @@ import (
 // and every object under the plan's prefix when the manager is closed. A raw file (CreateFile:
 // its path is handed out to be opened by the caller) is never remote.
 
-// RemotePartSize is the size of every part of a remote file's multipart upload but the last.
-// It is what a file being written holds in memory, and above S3's minimum part of 5 MiB; a file
-// smaller than one part is sent by one PUT.
+// RemotePartSize is the size of every part of a remote file's multipart upload but the last,
+// above S3's minimum part of 5 MiB; a file smaller than one part is sent by one PUT. A file being
+// written holds at most two part buffers: the part filling and the one being sent in the
+// background (RemoteWriterMemory).
 const RemotePartSize = 8 << 20
+
+// RemoteWriterMemory bounds what a remote file being written holds beside its Writer's chunk
+// buffers: the part filling and the part in flight, RemotePartSize each. They come from a pool
+// on the Go heap, and are given back when the file is finished, fails or is released.
+const RemoteWriterMemory = 2 * RemotePartSize
 
 // RemoteCallTimeout bounds each call to the object store, retries by the client included: a
 // store that does not answer fails the spill with an error rather than hanging the task. It is
@@ -156,19 +162,30 @@ func (e *RemoteError) Unwrap() error { return e.Err }
 var partBuffers = sync.Pool{New: func() any { b := make([]byte, 0, RemotePartSize); return &b }}
 
 // remoteFile is the Handle of a remote file: an object written in order, in parts of
-// RemotePartSize, then read by ranges. File.mu guards it.
+// RemotePartSize, then read by ranges. A full part is sent in the background while the next one
+// fills, one part in flight at most: the writer waits for it only when the next part is full, or
+// at finish. File.mu guards it (but the part in flight, which only its goroutine touches until
+// its done is closed).
 type remoteFile struct {
 	rt       *Remote
 	stats    *Stats // its manager's: bytes read are counted there
 	key      string
 	location string
 
-	buf      *[]byte // bytes not yet sent, less than one part; nil once finished or dead
-	sent     int64   // bytes sent in parts
-	upload   Upload  // nil until the first full part
+	buf      *[]byte   // bytes not yet sent, less than one part; nil once finished or dead
+	sent     int64     // bytes handed to parts, the one in flight included
+	upload   Upload    // nil until the first full part
+	inFlight *partSend // the part being sent; nil when none is
 	parts    int
 	finished bool  // the object exists whole: readable, and Delete removes it
 	dead     error // a part or the completion failed: the upload was aborted, no more writes
+}
+
+// partSend is a part sent by a goroutine of its own; done is closed once err is set.
+type partSend struct {
+	buf  *[]byte
+	err  error
+	done chan struct{}
 }
 
 var _ Handle = (*remoteFile)(nil)
@@ -178,7 +195,8 @@ func newRemoteFile(rt *Remote, stats *Stats, key string) *remoteFile {
 }
 
 // WriteAt appends p; off must be the bytes written so far (a Writer appends only). A full part
-// is sent at once; if it fails the upload is aborted and the file takes no more writes.
+// is sent in the background; if it fails, the next WriteAt that fills a part, or finish, returns
+// its error, the upload is aborted and the file takes no more writes.
 func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
 	switch {
 	case h.dead != nil:
@@ -187,6 +205,15 @@ func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
 		return 0, ErrFinished
 	case off != h.sent+int64(len(*h.buf)):
 		return 0, fmt.Errorf("spill: remote file %s is written in order: a write at %d, its end is at %d", h.location, off, h.sent+int64(len(*h.buf)))
+	}
+	if ps := h.inFlight; ps != nil {
+		select {
+		case <-ps.done: // a part that failed fails this write, not only the next part's
+			if err := h.wait(); err != nil {
+				return 0, h.fail(err)
+			}
+		default:
+		}
 	}
 	for rest := p; len(rest) > 0; {
 		b := *h.buf
@@ -202,24 +229,49 @@ func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
 	return len(p), nil
 }
 
-// sendPart sends the buffer as the next part, starting the upload on the first.
+// sendPart starts sending the buffer as the next part, in the background, once the part before
+// it is sent, starting the upload on the first; the file then fills a buffer of its own again.
 func (h *remoteFile) sendPart() error {
-	ctx, cancel := h.rt.callContext()
-	defer cancel()
+	if err := h.wait(); err != nil {
+		return h.fail(err)
+	}
 	if h.upload == nil {
+		ctx, cancel := h.rt.callContext()
 		u, err := h.rt.store.StartUpload(ctx, h.key)
+		cancel()
 		if err != nil {
 			return h.fail(&RemoteError{Op: "start upload", Location: h.location, Err: err})
 		}
 		h.upload = u
 	}
-	if err := h.upload.WritePart(ctx, h.parts+1, *h.buf); err != nil {
-		return h.fail(&RemoteError{Op: "upload part", Location: h.location, Err: err})
-	}
+	ps := &partSend{buf: h.buf, done: make(chan struct{})}
+	u, n := h.upload, h.parts+1
+	go func() {
+		defer close(ps.done)
+		ctx, cancel := h.rt.callContext()
+		defer cancel()
+		if err := u.WritePart(ctx, n, *ps.buf); err != nil {
+			ps.err = &RemoteError{Op: "upload part", Location: h.location, Err: err}
+		}
+	}()
+	h.inFlight = ps
 	h.parts++
 	h.sent += int64(len(*h.buf))
-	*h.buf = (*h.buf)[:0]
+	h.buf = partBuffers.Get().(*[]byte)
 	return nil
+}
+
+// wait waits for the part in flight, if any, gives its buffer back, and returns its error.
+func (h *remoteFile) wait() error {
+	ps := h.inFlight
+	if ps == nil {
+		return nil
+	}
+	<-ps.done
+	h.inFlight = nil
+	*ps.buf = (*ps.buf)[:0]
+	partBuffers.Put(ps.buf)
+	return ps.err
 }
 
 // finish sends what is buffered and makes the object: one PUT if no part was sent, else the
@@ -231,31 +283,37 @@ func (h *remoteFile) finish() error {
 	case h.finished:
 		return nil
 	}
-	ctx, cancel := h.rt.callContext()
-	defer cancel()
 	if h.upload == nil {
+		ctx, cancel := h.rt.callContext()
+		defer cancel()
 		if err := h.rt.store.Put(ctx, h.key, *h.buf); err != nil {
 			return h.fail(&RemoteError{Op: "put", Location: h.location, Err: err})
 		}
+		h.sent += int64(len(*h.buf))
 	} else {
 		if len(*h.buf) > 0 {
 			if err := h.sendPart(); err != nil {
 				return err
 			}
 		}
+		if err := h.wait(); err != nil {
+			return h.fail(err)
+		}
+		ctx, cancel := h.rt.callContext()
+		defer cancel()
 		if err := h.upload.Complete(ctx); err != nil {
 			return h.fail(&RemoteError{Op: "complete upload", Location: h.location, Err: err})
 		}
 		h.upload = nil
 	}
-	h.sent += int64(len(*h.buf))
 	h.finished = true
 	h.dropBuffer()
 	return nil
 }
 
-// fail aborts the upload, if one was started, and makes err the answer to every later write. An
-// abort that fails (the store is down, say) keeps the upload, for remove to abort again.
+// fail aborts the upload, if one was started (once its part in flight is done), and makes err the
+// answer to every later write. An abort that fails (the store is down, say) keeps the upload, for
+// remove to abort again.
 func (h *remoteFile) fail(err error) error {
 	_ = h.abort()
 	h.dead = err
@@ -263,10 +321,12 @@ func (h *remoteFile) fail(err error) error {
 	return err
 }
 
-// abort aborts the upload in progress, if any. If the abort fails the upload is kept: its parts
-// are in the store, and only an abort (or the bucket's lifecycle rule for incomplete multipart
-// uploads) removes them.
+// abort aborts the upload in progress, if any, once its part in flight is done (a part that
+// lands after the abort would be left in the store). If the abort fails the upload is kept: its
+// parts are in the store, and only an abort (or the bucket's lifecycle rule for incomplete
+// multipart uploads) removes them.
 func (h *remoteFile) abort() error {
+	_ = h.wait() // the upload fails either way
 	if h.upload == nil {
 		return nil
 	}
@@ -289,10 +349,15 @@ func (h *remoteFile) dropBuffer() {
 
 // ReadAt reads by one ranged GET; only a finished file can be read.
 func (h *remoteFile) ReadAt(p []byte, off int64) (int, error) {
+	return h.readAt(context.Background(), p, off)
+}
+
+// readAt is ReadAt bounded by ctx as well as by the call timeout.
+func (h *remoteFile) readAt(ctx context.Context, p []byte, off int64) (int, error) {
 	if !h.finished {
 		return 0, ErrNotFinished
 	}
-	ctx, cancel := h.rt.callContext()
+	ctx, cancel := context.WithTimeout(ctx, h.rt.timeout)
 	defer cancel()
 	n, err := h.rt.store.ReadAt(ctx, h.key, p, off)
 	h.stats.RemoteBytesRead.Add(int64(n))

@@ -31,7 +31,7 @@ import (
 
 // testStore is a store under a prefix of its own in the server's bucket; whatever a test leaves
 // there is removed when it ends.
-func testStore(t *testing.T) *s3store.Store {
+func testStore(t testing.TB) *s3store.Store {
 	t.Helper()
 	endpoint := os.Getenv("SPILLWAY_S3_ENDPOINT")
 	if endpoint == "" {
@@ -102,7 +102,7 @@ func backendFiles(t *testing.T, s *s3store.Store) []string {
 }
 
 // newRemote is a Remote of the application app (test-app when not given).
-func newRemote(t *testing.T, s spill.ObjectStore, limit int64, app ...string) *spill.Remote {
+func newRemote(t testing.TB, s spill.ObjectStore, limit int64, app ...string) *spill.Remote {
 	t.Helper()
 	application := "test-app"
 	if len(app) > 0 {
@@ -113,7 +113,7 @@ func newRemote(t *testing.T, s spill.ObjectStore, limit int64, app ...string) *s
 	return rt
 }
 
-func remoteManager(t *testing.T, dirs []string, fsys spill.FS, rt *spill.Remote, format *spill.Format) (*spill.Manager, *spill.Shared) {
+func remoteManager(t testing.TB, dirs []string, fsys spill.FS, rt *spill.Remote, format *spill.Format) (*spill.Manager, *spill.Shared) {
 	t.Helper()
 	roots, err := spill.NewRoots(dirs)
 	require.NoError(t, err)

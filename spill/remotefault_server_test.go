@@ -121,6 +121,7 @@ func TestRemoteServerKilledMidUpload(t *testing.T) {
 	first := spill.RemotePartSize + 1<<20
 	_, err = w.Write(data[:first])
 	require.NoError(t, err)
+	spill.RemotePartSent(f) // sent in the background
 	require.Empty(t, objects(t, s), "no object before the upload completes")
 	require.NotEmpty(t, ownBackend(t, srv), "the upload's first part is in the backend")
 
@@ -261,13 +262,13 @@ func chunkGet(r *http.Request) bool {
 
 // proxied is a store through the fault proxy p under the same bucket and prefix as direct, the
 // test's store on the shared server, through which the test checks what the bucket holds.
-func proxied(t *testing.T, p *faultproxy.Proxy, direct *s3store.Store) *s3store.Store {
+func proxied(t testing.TB, p *faultproxy.Proxy, direct *s3store.Store) *s3store.Store {
 	t.Helper()
 	return proxiedCounting(t, p, direct, nil)
 }
 
 // proxiedCounting is proxied with onRetry called for each answer the client retries.
-func proxiedCounting(t *testing.T, p *faultproxy.Proxy, direct *s3store.Store, onRetry func()) *s3store.Store {
+func proxiedCounting(t testing.TB, p *faultproxy.Proxy, direct *s3store.Store, onRetry func()) *s3store.Store {
 	t.Helper()
 	s, err := s3store.New(s3store.Config{
 		URI: direct.Location(), Endpoint: p.URL, AccessKey: envOr(t, "SPILLWAY_S3_ACCESS_KEY"),
@@ -277,14 +278,14 @@ func proxiedCounting(t *testing.T, p *faultproxy.Proxy, direct *s3store.Store, o
 	return s
 }
 
-func envOr(t *testing.T, key string) string {
+func envOr(t testing.TB, key string) string {
 	t.Helper()
 	v := os.Getenv(key)
 	require.NotEmpty(t, v, "%s is not set: run through project/s3-server.sh", key)
 	return v
 }
 
-func faultProxy(t *testing.T) *faultproxy.Proxy {
+func faultProxy(t testing.TB) *faultproxy.Proxy {
 	t.Helper()
 	return faultproxy.New(t, envOr(t, "SPILLWAY_S3_ENDPOINT"))
 }
@@ -318,9 +319,11 @@ func TestRemoteSlowServerFailsWithinTheCallTimeout(t *testing.T) {
 	require.NoError(t, err)
 	f := w.File()
 	start := time.Now()
-	err = within(t, hangBound, func() error {
-		_, err := w.Write(spillData(spill.RemotePartSize+1, 15))
-		return err
+	err = within(t, hangBound, func() error { // the part goes in the background: Close waits for it
+		if _, err := w.Write(spillData(spill.RemotePartSize+1, 15)); err != nil {
+			return err
+		}
+		return w.Close()
 	})
 	elapsed := time.Since(start)
 	re := requireRemoteError(t, err, "upload part", f)
@@ -426,9 +429,11 @@ func TestRemoteThrottlingBeyondTheRetriesFails(t *testing.T) {
 	require.NoError(t, err)
 	f := w.File()
 	start := time.Now()
-	err = within(t, hangBound, func() error {
-		_, err := w.Write(spillData(spill.RemotePartSize+1, 19))
-		return err
+	err = within(t, hangBound, func() error { // the part goes in the background: Close waits for it
+		if _, err := w.Write(spillData(spill.RemotePartSize+1, 19)); err != nil {
+			return err
+		}
+		return w.Close()
 	})
 	elapsed := time.Since(start)
 	requireRemoteError(t, err, "upload part", f)

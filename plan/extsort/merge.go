@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/spillway/spillway/spill"
 )
@@ -112,13 +113,14 @@ func (s *Sorter) startMerge() error {
 		}
 		s.stats.MergePasses++ // the final one, into the output
 	}
-	for i, r := range s.runs {
-		rd, err := s.openRun(r, true)
-		if err != nil {
-			return err
-		}
-		src := &source{ord: i, run: rd}
-		s.heap = append(s.heap, src)
+	readers, err := s.openRuns(s.runs, true)
+	if err != nil {
+		return err
+	}
+	for i, rd := range readers {
+		s.heap = append(s.heap, &source{ord: i, run: rd}) // each closed by Close, read or not
+	}
+	for _, src := range s.heap {
 		if err := s.advance(src); err != nil {
 			return err
 		}
@@ -208,6 +210,43 @@ func (s *Sorter) mergeGroup(i, g int) error {
 	}
 }
 
+// openersAtOnce bounds the remote runs openRuns opens at once.
+const openersAtOnce = 16
+
+// openRuns opens a reader of each run, or none and fails. The remote runs are opened
+// openersAtOnce at a time: opening one waits for its first GET (its header and first span,
+// spill.ReaderOptions.RemoteSpan), so a merge of many remote runs starts after a few of the
+// store's latencies rather than one a run. The local ones are opened in order.
+func (s *Sorter) openRuns(runs []*run, releaseAtEnd bool) ([]*runReader, error) {
+	readers := make([]*runReader, len(runs))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, openersAtOnce)
+	for i, r := range runs {
+		if r.file.Remote() {
+			wg.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				readers[i], errs[i] = s.openRun(r, releaseAtEnd)
+			}()
+		} else if readers[i], errs[i] = s.openRun(r, releaseAtEnd); errs[i] != nil {
+			break
+		}
+	}
+	wg.Wait()
+	if i := slices.IndexFunc(errs, func(err error) bool { return err != nil }); i >= 0 {
+		for _, rd := range readers {
+			if rd != nil {
+				rd.releaseAtEnd = false // the runs stay the sort's: only the readers go
+				rd.close()
+			}
+		}
+		return nil, errs[i]
+	}
+	return readers, nil
+}
+
 // mergeGroupOnce merges group into a new run, or releases what it wrote and fails.
 func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
 	w, err := s.newRunWriter(0) // its WriterMemory is planned for unshuffled
@@ -224,13 +263,11 @@ func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
 		}
 		s.pass = nil
 	}()
-	for ord, r := range group {
-		var rd *runReader
-		if rd, err = s.openRun(r, false); err != nil {
-			break
-		}
-		src := &source{ord: ord, run: rd}
-		p.heap = append(p.heap, src)
+	readers, err := s.openRuns(group, false)
+	for ord, rd := range readers {
+		p.heap = append(p.heap, &source{ord: ord, run: rd}) // each closed by the defer, read or not
+	}
+	for _, src := range p.heap {
 		if err = s.advance(src); err != nil {
 			break
 		}

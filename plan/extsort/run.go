@@ -35,10 +35,25 @@ func runChunkSize(budget int64) int {
 	return c
 }
 
+// remoteRunSpans is a remote run's span (spill.ReaderOptions.RemoteSpan) in chunks: a reader of
+// a remote run fetches that many chunks by one ranged GET, the next span while it reads the
+// current one, so a merge of many remote runs pays the store's latency once per span of each run,
+// in the background, not once per chunk on the merge's thread. The two spans a reader holds
+// (spill.RemoteReaderMemory) are counted in the run's cost: a merge of remote runs opens fewer of
+// them in the same budget.
+const remoteRunSpans = 8
+
+// remoteRunSpan is the span of a reader of a remote run of chunk-sized chunks.
+func remoteRunSpan(chunk int) int { return remoteRunSpans * chunk }
+
+// remoteSpansCost is what a reader of a remote run holds beside its chunk buffers: two spans,
+// taken from offheap (spill.RemoteReaderMemory for a run of a span or more).
+func remoteSpansCost(chunk int) int64 { return 2 * int64(offheap.Size(remoteRunSpan(chunk))) }
+
 // run is one sorted run on disk: its records, in order, in one framed spill file.
 type run struct {
 	file      *spill.File // nil once released
-	readCost  int64       // what a reader of the file holds besides its record buffer
+	readCost  int64       // what a reader of the file holds besides its record buffer (its spans too, if remote)
 	maxRecord int64       // the run's largest record, encoded: the reader's record buffer grows to it
 	logical   int64       // the run's bytes in memory, as written to the Writer
 }
@@ -213,6 +228,9 @@ func (s *Sorter) newRunWriter(shuffle int) (*runWriter, error) {
 	if shuffle != 0 {
 		cost = s.shuffledReadCost()
 	}
+	if w.File().Remote() {
+		cost += remoteSpansCost(s.chunk)
+	}
 	return &runWriter{run: &run{file: w.File(), readCost: cost}, w: w}, nil
 }
 
@@ -270,7 +288,8 @@ func (w *runWriter) memory() int64 { return int64(w.w.Memory()) }
 
 // runReader reads a run's records through a synchronous chunk reader (no read-ahead: a merge
 // may hold thousands of runs open, each counted in the budget) into a record buffer that grows
-// to the run's largest record.
+// to the run's largest record. A remote run's reader fetches its next span ahead all the same
+// (remoteRunSpans): one GET in flight and two spans, counted in the run's cost.
 type runReader struct {
 	s            *Sorter
 	run          *run
@@ -281,7 +300,7 @@ type runReader struct {
 
 func (s *Sorter) openRun(r *run, releaseAtEnd bool) (*runReader, error) {
 	// Its chunk buffers, like its record buffer, are off the Go heap: a merge may hold 64 MiB of them.
-	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true, Buffers: offheap.Allocator{}})
+	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true, Buffers: offheap.Allocator{}, RemoteSpan: remoteRunSpan(s.chunk)})
 	if err != nil {
 		return nil, fmt.Errorf("extsort: opening a run: %w", err)
 	}
