@@ -7,11 +7,14 @@
 # Checks: every executor JVM started the plugin (library loaded, orphan sweep done), spilled, and
 # left no plan dir; an executor killed mid-spill left an orphan that its replacement's plugin swept
 # (ClusterDemo checks these inside the application: exit status 0 and `cluster-demo-result=passed`);
-# and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
-# executors run under a hard memory limit (a memory cgroup each worker's executors join), sized as
-# docs/user-guide/memory.md ("Sizing executors") sizes a container in off-heap mode, while a native SQL sort spills: none may be
-# killed for memory (ClusterDemo's step 4; the limit's peak is printed). The
-# cluster's state comes from the master's JSON API, never from its log text.
+# and after the applications, nothing of Spillway is left anywhere under the cluster's dirs. The
+# executors run under a hard memory limit (a memory cgroup per worker and application, which the
+# worker's executors join), sized as docs/user-guide/memory.md ("Sizing executors") sizes a
+# container, while a native SQL sort spills and, right after it, a hash aggregate takes the
+# execution memory the sort gave back: once in off-heap mode (the application above) and once in
+# on-heap mode (a second application of ClusterDemo, the sort and the aggregate alone). No
+# executor may be killed for memory in either (ClusterDemo's steps 4 and 5; each limit's peak is
+# printed). The cluster's state comes from the master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
 # dirs and logs (build/cluster-<line>, fresh each run). Loopback only; every wait is bounded; the master,
@@ -134,12 +137,15 @@ master_started() { master_state workers >/dev/null 2>&1; }
 wait_for 120 "the master to start (see $cluster/master.log)" master_started
 log "master at $master"
 
-# The executors' containers, sized as docs/user-guide/memory.md ("Sizing executors") says for off-heap mode: executor memory +
-# off-heap size + overhead. Each worker's executors join a memory cgroup of that limit as they
-# start: the worker runs them with a java that joins the cgroup named in its environment, then
-# becomes the real java (the worker itself stays outside).
+# The executors' containers, sized as docs/user-guide/memory.md ("Sizing executors") says, one
+# memory cgroup per worker and application: off-heap mode, executor memory + off-heap size +
+# overhead; on-heap mode, executor memory + overhead, the overhead grown by the execution memory
+# the sorts may take (spark.memory.fraction 0.6 x (executor memory - 300 MiB), rounded up). Each
+# executor joins its worker's cgroup of the time as it starts: the worker runs executors with a
+# java that joins the cgroup named in the worker's cgroup file, then becomes the real java (the
+# worker itself stays outside).
 executor_memory_mib=512 offheap_mib=64 overhead_mib=384
-container_bytes=$(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+onheap_overhead_mib=$(( overhead_mib + (6 * (executor_memory_mib - 300) + 9) / 10 ))
 if [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes && -w /sys/fs/cgroup/memory ]]; then
   cgroup_version=1 cgroup_base=/sys/fs/cgroup/memory
 elif [[ -w /sys/fs/cgroup && -f /sys/fs/cgroup/cgroup.subtree_control ]] && grep -qw memory /sys/fs/cgroup/cgroup.subtree_control; then
@@ -153,8 +159,8 @@ mkdir -p "$cluster/java-home/bin"
 cat >"$cluster/java-home/bin/java" <<EOF
 #!/usr/bin/env bash
 for a in "\$@"; do
-  if [[ "\$a" == org.apache.spark.executor.CoarseGrainedExecutorBackend && -n "\${SPILLWAY_EXECUTOR_CGROUP:-}" ]]; then
-    echo \$\$ >"\$SPILLWAY_EXECUTOR_CGROUP/cgroup.procs" || exit 1
+  if [[ "\$a" == org.apache.spark.executor.CoarseGrainedExecutorBackend && -n "\${SPILLWAY_EXECUTOR_CGROUP_FILE:-}" ]]; then
+    echo \$\$ >"\$(cat "\$SPILLWAY_EXECUTOR_CGROUP_FILE")/cgroup.procs" || exit 1
     break
   fi
 done
@@ -164,59 +170,94 @@ chmod +x "$cluster/java-home/bin/java"
 cgroup_file() { # cgroup v1-file v2-file
   if ((cgroup_version == 1)); then echo "$1/$2"; else echo "$1/$3"; fi
 }
+app_cgroup() { echo "$cgroup_base/spillway-cluster-${line//./}-worker$2-$1-$$"; } # application worker
+# executor_cgroups APP BYTES: a cgroup of BYTES per worker, which its executors started from now on join.
+executor_cgroups() {
+  local i cg
+  for i in 1 2; do
+    cg="$(app_cgroup "$1" "$i")"
+    mkdir "$cg" || die "could not create the cgroup $cg"
+    cgroups+=("$cg")
+    echo "$2" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
+    if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
+    else echo "$2" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi
+    echo "$cg" >"$cluster/worker$i/cgroup"
+  done
+}
+# check_cgroups APP SIZING: under the limit, the executors joined their cgroups (a peak worth an
+# executor) and none was killed for memory; logs each peak against its limit.
+check_cgroups() {
+  local i cg limit peak oom_kills
+  for i in 1 2; do
+    cg="$(app_cgroup "$1" "$i")"
+    limit="$(cat "$(cgroup_file "$cg" memory.limit_in_bytes memory.max)")"
+    peak="$(cat "$(cgroup_file "$cg" memory.max_usage_in_bytes memory.peak)" 2>/dev/null || echo 0)"
+    if ((cgroup_version == 1)); then oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
+    else oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.events")"; fi
+    log "$1: executors of worker $i: limit $((limit >> 20)) MiB ($2), peak $((peak >> 20)) MiB, killed for memory ${oom_kills:-?} times"
+    if [[ -z "$oom_kills" || "$oom_kills" -ne 0 ]]; then log "$1: an executor was killed for memory (or the kernel does not count oom kills)"; failed=1; fi
+    if ((peak < 128 << 20)); then log "$1: no executor ran in $cg (peak $peak bytes): the limit was not applied"; failed=1; fi
+  done
+}
 
 for i in 1 2; do
   mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
   # One core per worker: the two executors run on different workers, and a killed executor's
   # replacement starts on the worker it died on, in the same application dir.
-  cg="$cgroup_base/spillway-cluster-${line//./}-worker$i-$$"
-  mkdir "$cg" || die "could not create the cgroup $cg"
-  cgroups+=("$cg")
-  echo "$container_bytes" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
-  if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
-  else echo "$container_bytes" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi
-  SPARK_LOCAL_DIRS="$cluster/worker$i/local" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP="$cg" \
+  SPARK_LOCAL_DIRS="$cluster/worker$i/local" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$i/cgroup" \
     start_daemon "$cluster/worker$i.log" \
     org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
     --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
 done
 registered() { [[ "$(master_state workers 2>/dev/null)" -ge 2 ]]; }
 wait_for 120 "two workers to register (see $cluster/worker*.log)" registered
-log "2 workers registered; submitting spillway.demo.ClusterDemo"
+log "2 workers registered"
 
-# ---- The application ----
-submit_status=0
-timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
-  --master "$master" --deploy-mode client \
-  --class spillway.demo.ClusterDemo --jars "$jar" \
-  --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
-  --conf spark.executor.cores=1 --conf spark.cores.max=2 \
-  --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m \
-  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
-  --conf spark.executor.memoryOverhead=${overhead_mib}m \
-  --conf spark.sql.extensions=spillway.SpillwayExtensions \
-  --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
-  --conf spark.ui.enabled=false \
-  --conf spark.local.dir="$cluster/driver-local" \
-  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
-  --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
-  "$demo_jar" 2 >"$cluster/submit.out" 2>"$cluster/submit.err" || submit_status=$?
-cat "$cluster/submit.out"
-if [[ $submit_status -ne 0 ]] || [[ "$(tail -1 "$cluster/submit.out")" != "cluster-demo-result=passed" ]]; then
-  tail -40 "$cluster/submit.err" >&2
-  die "the application failed (status $submit_status); logs in $cluster"
-fi
+# ---- The applications: spillway.demo.ClusterDemo ----
+# spark-submit's arguments for ClusterDemo, before each application's own.
+demo_args=(--master "$master" --deploy-mode client
+  --class spillway.demo.ClusterDemo --jars "$jar"
+  --conf spark.plugins=spillway.demo.ClusterDemoPlugin
+  --conf spark.executor.cores=1 --conf spark.cores.max=2
+  --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m
+  --conf spark.sql.extensions=spillway.SpillwayExtensions
+  --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1
+  --conf spark.ui.enabled=false
+  --conf spark.local.dir="$cluster/driver-local"
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp"
+  --driver-java-options "-Djava.io.tmpdir=$cluster/tmp")
+# run_demo APP MODE spark-submit-args...: one application of ClusterDemo; fails the test unless it
+# ends with `cluster-demo-result=passed`.
+run_demo() {
+  local app="$1" mode="$2" status=0 t0; shift 2
+  t0=$(date +%s)
+  log "$app: spark-submit of spillway.demo.ClusterDemo $mode"
+  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" "${demo_args[@]}" "$@" "$demo_jar" 2 "$mode" \
+    >"$cluster/$app.out" 2>"$cluster/$app.err" || status=$?
+  sed 's/^/  /' "$cluster/$app.out"
+  if [[ $status -ne 0 ]] || [[ "$(tail -1 "$cluster/$app.out")" != "cluster-demo-result=passed" ]]; then
+    tail -40 "$cluster/$app.err" >&2
+    die "$app: the application failed (status $status); logs in $cluster"
+  fi
+  log "$app: passed in $(( $(date +%s) - t0 )) s"
+}
 failed=0
 
-# Under the limit: the executors joined their cgroups (a peak worth an executor) and none was killed for memory.
-for cg in "${cgroups[@]}"; do
-  peak="$(cat "$(cgroup_file "$cg" memory.max_usage_in_bytes memory.peak)" 2>/dev/null || echo 0)"
-  if ((cgroup_version == 1)); then oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
-  else oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.events")"; fi
-  log "executors of $(basename "$cg"): limit $((container_bytes >> 20)) MiB (${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead), peak $((peak >> 20)) MiB, killed for memory ${oom_kills:-?} times"
-  if [[ -z "$oom_kills" || "$oom_kills" -ne 0 ]]; then log "an executor was killed for memory (or the kernel does not count oom kills)"; failed=1; fi
-  if ((peak < 128 << 20)); then log "no executor ran in $cg (peak $peak bytes): the limit was not applied"; failed=1; fi
-done
+# Off-heap mode: every step of ClusterDemo (the plugin in each executor, a killed executor's
+# orphan swept, a native SQL sort spilling, then a hash aggregate taking the execution memory).
+executor_cgroups offheap $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+run_demo offheap all \
+  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+  --conf spark.executor.memoryOverhead=${overhead_mib}m
+check_cgroups offheap "${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead"
+
+# On-heap mode: the sort and the aggregate, in two shuffle partitions, so that each executor sorts
+# its whole share at once and is granted all the execution memory there is.
+executor_cgroups onheap $(( (executor_memory_mib + onheap_overhead_mib) << 20 ))
+run_demo onheap onheap \
+  --conf spark.executor.memoryOverhead=${onheap_overhead_mib}m \
+  --conf spark.sql.shuffle.partitions=2 --conf spark.sql.adaptive.coalescePartitions.enabled=false
+check_cgroups onheap "${executor_memory_mib}m heap + ${onheap_overhead_mib}m overhead: ${overhead_mib}m + 0.6 x (${executor_memory_mib}m - 300m)"
 
 # ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
 # Plan dirs are directories (the workers' copies of spillway-demo_*.jar are not); owner locks, files.

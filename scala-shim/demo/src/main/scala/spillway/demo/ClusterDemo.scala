@@ -8,8 +8,9 @@ import scala.util.Using
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
 import org.apache.spark.spillway.PluginMetricsProbe
-import org.apache.spark.spillway.demo.ExecutorIds
+import org.apache.spark.spillway.demo.{ExecutorIds, ListenerDrain}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.functions.expr
 
 import spillway.{NativeLoader, NativeStats, OrphanSweep, TaskSpill}
 
@@ -41,14 +42,19 @@ final case class ExecutorReport(
  *  4. a SQL ORDER BY of wide rows runs as the native sort (with `spark.sql.extensions=
  *     spillway.SpillwayExtensions`) and spills, its result in order; project/cluster-test.sh runs
  *     the executors under a hard memory limit sized as docs/user-guide/memory.md ("Sizing executors") says, which they must not
- *     pass (its rows and off-heap memory: [[SortRows]], `spark.memory.offHeap.size` given there).
+ *     pass (its rows and off-heap memory: [[SortRows]], `spark.memory.offHeap.size` given there);
+ *  5. right after the sort, a hash aggregate of [[AggRows]] distinct wide keys takes the execution
+ *     memory the sort gave back (and spills): its result must be exact, and still no executor may
+ *     pass the limit.
+ *
+ * In mode `onheap` (Spark's default memory mode, the container sized for it) only steps 4 and 5 run.
  *
  * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
  * `cluster-demo-result=failed N check(s)` (exit status 1). Needs `spark.plugins=
  * spillway.demo.ClusterDemoPlugin` (the product's plugin, observed), one core per executor and
  * exactly `executors` executors.
  *
- * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)]
+ * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)] [mode: all (default) | onheap]
  */
 object ClusterDemo {
   private val FilesPerTask = 2
@@ -57,10 +63,16 @@ object ClusterDemo {
 
   def main(args: Array[String]): Unit = {
     val executors = args.headOption.map(_.toInt).getOrElse(2)
-    val spark = SparkSession.builder().appName("spillway-cluster-demo").getOrCreate()
+    val mode = args.lift(1).getOrElse("all")
+    require(Set("all", "onheap").contains(mode), s"unknown mode $mode (all, onheap)")
+    val spark = SparkSession.builder().appName(s"spillway-cluster-demo-$mode").getOrCreate()
     val failures =
-      try run(spark.sparkContext, executors) ++ sqlSort(spark)
-      finally spark.stop()
+      try {
+        val steps = if (mode == "all") run(spark.sparkContext, executors) else Nil
+        // On-heap mode has twice the execution memory (0.6 x (512m - 300m) against 64m off-heap,
+        // in two partitions rather than five): wider keys, so that the aggregate wants more than that too.
+        steps ++ sqlSort(spark) ++ hashAggregate(spark, keyWidth = if (mode == "onheap") 280 else 120)
+      } finally spark.stop()
     failures.foreach(f => println(s"FAILED: $f"))
     // The last line, for project/cluster-test.sh; the exit status says the same.
     println(s"$ResultKey=${if (failures.isEmpty) "passed" else s"failed ${failures.size} check(s)"}")
@@ -168,15 +180,51 @@ object ClusterDemo {
         }
         Iterator((i, n, ordered, first, last))
       }.collect().sortBy(_._1).filter(_._2 > 0)
-      // The listener hears of the tasks after the job returns: wait (bounded) for their metrics.
-      val deadline = System.currentTimeMillis() + 30000
-      while (spilled.get == 0 && System.currentTimeMillis() < deadline) Thread.sleep(100)
+      ListenerDrain(spark.sparkContext) // the listener hears of the tasks after the job returns
       val rows = parts.map(_._2).sum
       val inOrder = parts.forall(_._3) && parts.sliding(2).forall(p => p.length < 2 || p(0)._5 <= p(1)._4)
       println(s"sql sort: $rows rows in ${parts.length} partitions, in order: $inOrder; the sorts spilled ${spilled.get} bytes to disk")
       check(rows == SortRows, s"the ORDER BY returned $rows rows, not $SortRows")
       check(inOrder, s"the ORDER BY's result is out of order: ${parts.mkString(", ")}")
       check(spilled.get > 0, "the native sort did not spill (is spark.memory.offHeap.size small enough?)")
+    } finally spark.sparkContext.removeSparkListener(listener)
+    failures.result()
+  }
+
+  /** Distinct keys of step 5's aggregate, each some `keyWidth` bytes: several times the execution memory. */
+  val AggRows = 1000000L
+
+  /**
+   * Step 5: right after the sort, a hash aggregate that wants more execution memory than there
+   * is (a distinct wide key per row: the partial aggregate's map fills, then spills); returns the
+   * failed checks. Its result is known: one group per row, each counted once.
+   */
+  def hashAggregate(spark: SparkSession, keyWidth: Int): Seq[String] = {
+    val failures = Seq.newBuilder[String]
+    def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
+    val peak, spilled, tasks = new java.util.concurrent.atomic.AtomicLong
+    val listener = new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+        Option(end.taskMetrics).foreach { m =>
+          peak.accumulateAndGet(m.peakExecutionMemory, math.max)
+          spilled.addAndGet(m.memoryBytesSpilled)
+          tasks.incrementAndGet()
+        }
+    }
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      val row = spark.range(0, AggRows, 1, 2)
+        .selectExpr(s"concat(CAST(id AS STRING), repeat('x', $keyWidth)) AS g", "id")
+        .groupBy("g").agg(expr("count(1) AS n"), expr("sum(id) AS s"))
+        .agg(expr("count(1)"), expr("sum(n)"), expr("sum(s)"), expr("max(n)"))
+        .head()
+      ListenerDrain(spark.sparkContext) // the listener hears of the tasks after the job returns
+      val (groups, rows, sum, most) = (row.getLong(0), row.getLong(1), row.getLong(2), row.getLong(3))
+      println(s"hash aggregate: $groups groups of $rows rows (at most $most a group), sum $sum; a task's peak execution memory " +
+        s"${peak.get >> 20} MiB, ${spilled.get >> 20} MiB spilled from memory")
+      check(groups == AggRows && rows == AggRows && most == 1 && sum == AggRows * (AggRows - 1) / 2,
+        s"the aggregate returned $groups groups, $rows rows, at most $most a group, sum $sum; expected $AggRows, $AggRows, 1, ${AggRows * (AggRows - 1) / 2}")
+      check(spilled.get > 0, "the aggregate did not spill: it did not want all the execution memory")
     } finally spark.sparkContext.removeSparkListener(listener)
     failures.result()
   }
