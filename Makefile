@@ -212,7 +212,9 @@ spark-suites: lib
 # into build/pyspark-<version> on first use) run spillway.demo.ClusterDemo from the demo jar, with
 # the product jar beside it and the plugin on, the executors under a memory cgroup sized for
 # off-heap mode, then for on-heap mode in a second application (a native sort, then a hash aggregate
-# taking the execution memory it gave back: no executor killed for memory); see
+# taking the execution memory it gave back: no executor killed for memory), one of each executor's
+# two local dirs a small tmpfs that the script fills during a native sort and frees (mounted for
+# the run, as root; the runs go to the other dir and come back, the result Spark's); see
 # project/cluster-test.sh. On the primary line and on Spark 3.5 with Scala 2.12 (Spark 3.5's own
 # distribution). About 2 min a line (plus ~1 min for each first pyspark install).
 CLUSTER_LINES := 3.5_2.12 4.1_2.13

@@ -14,7 +14,13 @@
 # execution memory the sort gave back: once in off-heap mode (the application above) and once in
 # on-heap mode (a second application of ClusterDemo, the sort and the aggregate alone). No
 # executor may be killed for memory in either (ClusterDemo's steps 4 and 5; each limit's peak is
-# printed). The cluster's state comes from the master's JSON API, never from its log text.
+# printed). One of each executor's two local dirs is a small tmpfs (mounted here, as root, and
+# unmounted on exit) that another process of this script fills to the last byte while a native
+# sort writes its runs there (ClusterDemo's step 6) and frees later: the runs must go to the other
+# dir while it is full (none on it), come back once it is freed, and the sort's result must be
+# Spark's own sort's; the task metrics, the plugin's counters (spillFiles, filesystemErrors) and
+# its per-local-dir figures over the sort are printed. The cluster's state comes from the
+# master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
 # dirs and logs (build/cluster-<line>, fresh each run). Loopback only; every wait is bounded; the master,
@@ -83,6 +89,8 @@ unset SPARK_LOCAL_DIRS SPARK_WORKER_DIR SPARK_MASTER_HOST SPARK_MASTER_PORT MAST
 # its executors go with it ----
 pgids=()
 cgroups=()
+mounts=()
+filler_pid=""
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
@@ -94,6 +102,11 @@ cleanup() {
     sleep 0.2
   done
   for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  [[ -z "$filler_pid" ]] || { kill "$filler_pid" 2>/dev/null || true; wait "$filler_pid" 2>/dev/null || true; }
+  for m in "${mounts[@]}"; do # free once no process has a file open there
+    for _ in $(seq 1 50); do umount "$m" 2>/dev/null && break; sleep 0.2; done
+    if mountpoint -q "$m"; then echo "cluster-test [$line]: could not unmount $m" >&2; status=1; fi
+  done
   for cg in "${cgroups[@]}"; do # empty once its processes are gone
     for _ in $(seq 1 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
     [[ ! -d "$cg" ]] || echo "cluster-test [$line]: could not remove the cgroup $cg" >&2
@@ -200,11 +213,19 @@ check_cgroups() {
   done
 }
 
+# Each worker's executors have two local dirs: a dir of the cluster's, and a small tmpfs that
+# ClusterDemo's step 6 fills (mounted here, unmounted on exit). Spark's own files of the
+# applications (shuffles, the aggregate's spills) land on it too, half of them (up to some 140 MB
+# seen): 384 MiB holds them with room to spare. Its pages count in the memory of whoever wrote them.
+small_mib=384
 for i in 1 2; do
-  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
+  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/small" "$cluster/worker$i/work"
+  mount -t tmpfs -o "size=${small_mib}m,mode=0755" spillway-cluster-small "$cluster/worker$i/small" ||
+    die "could not mount a tmpfs on $cluster/worker$i/small (run as root)"
+  mounts+=("$cluster/worker$i/small")
   # One core per worker: the two executors run on different workers, and a killed executor's
   # replacement starts on the worker it died on, in the same application dir.
-  SPARK_LOCAL_DIRS="$cluster/worker$i/local" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$i/cgroup" \
+  SPARK_LOCAL_DIRS="$cluster/worker$i/local,$cluster/worker$i/small" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$i/cgroup" \
     start_daemon "$cluster/worker$i.log" \
     org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
     --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
@@ -232,7 +253,7 @@ run_demo() {
   local app="$1" mode="$2" status=0 t0; shift 2
   t0=$(date +%s)
   log "$app: spark-submit of spillway.demo.ClusterDemo $mode"
-  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" "${demo_args[@]}" "$@" "$demo_jar" 2 "$mode" \
+  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" "${demo_args[@]}" "$@" "$demo_jar" 2 $mode \
     >"$cluster/$app.out" 2>"$cluster/$app.err" || status=$?
   sed 's/^/  /' "$cluster/$app.out"
   if [[ $status -ne 0 ]] || [[ "$(tail -1 "$cluster/$app.out")" != "cluster-demo-result=passed" ]]; then
@@ -243,12 +264,83 @@ run_demo() {
 }
 failed=0
 
+# ---- The other process of ClusterDemo's step 6: a local dir that fills while the sort runs ----
+# Once the application has written $fault/armed, for each worker: it fills all but 16 MiB of its
+# small tmpfs; as the sort's first run lands on either dir, it fills the rest to the last byte
+# (ballast files) and lists the runs on both dirs; once two new runs have landed on the other
+# dir, it deletes the ballast; then it waits for a new run on the tmpfs (ClusterDemo paces the
+# sort's input: a run every half second or so). Each step goes to $fault/workerN.log, the state reached to
+# $fault/workerN.state (full, freed, back), the new runs on the tmpfs while it was full to
+# $fault/workerN.while-full. It ends when the application writes $fault/done (or at the
+# application's bound), deleting a ballast still there.
+fault="$cluster/fault"
+mkdir -p "$fault"
+runs_in() { find "$1" -ignore_readdir_race -path '*/spillway-*/*' -type f 2>/dev/null | sort || true; }
+fill_while_sorting() {
+  local deadline=$(( $(date +%s) + ${SPARK_TEST_TIMEOUT:-600} )) i small other w avail new_other new_small back
+  until [[ -e "$fault/armed" || -e "$fault/done" ]]; do (( $(date +%s) < deadline )) || return 0; sleep 0.2; done
+  # Before the sort writes: all but 16 MiB of each tmpfs at once, so that filling the rest as the
+  # first run lands takes a moment.
+  for i in 1 2; do
+    small="$cluster/worker$i/small"
+    avail="$(df -B1 --output=avail "$small" | tail -1 | tr -d ' ')"
+    mkdir "$small/ballast"
+    fallocate -l "$(( avail > 16 << 20 ? avail - (16 << 20) : 4096 ))" "$small/ballast/0" 2>/dev/null || true
+    echo waiting >"$fault/worker$i.state"
+  done
+  while [[ ! -e "$fault/done" ]] && (( $(date +%s) < deadline )); do
+    for i in 1 2; do
+      small="$cluster/worker$i/small" other="$cluster/worker$i/local" w="$fault/worker$i"
+      case "$(cat "$w.state")" in
+        waiting)
+          if [[ -n "$(runs_in "$small")$(runs_in "$other")" ]]; then
+            dd if=/dev/zero of="$small/ballast/1" bs=64k status=none 2>/dev/null || true # until ENOSPC
+            runs_in "$other" >"$w.other-at-fill"; runs_in "$small" >"$w.small-at-fill"
+            echo "filled the tmpfs: $(( $(du -sb "$small/ballast" | cut -f1) >> 20 )) MiB written, $(df -B1 --output=avail "$small" | tail -1 | tr -d ' ') bytes left, as the sort's first runs landed ($(wc -l <"$w.small-at-fill") on it, $(wc -l <"$w.other-at-fill") on the other dir)" >>"$w.log"
+            echo full >"$w.state"
+          fi ;;
+        full)
+          new_other="$(comm -13 "$w.other-at-fill" <(runs_in "$other") | wc -l)"
+          if ((new_other >= 2)); then
+            new_small="$(comm -13 "$w.small-at-fill" <(runs_in "$small") | wc -l)"
+            rm -rf "$small/ballast"
+            runs_in "$small" >"$w.small-at-free"
+            echo "$new_small" >"$w.while-full"
+            echo "while it was full: $new_other new runs on the other dir, $new_small on the tmpfs; freed it" >>"$w.log"
+            echo freed >"$w.state"
+          fi ;;
+        freed)
+          back="$(comm -13 "$w.small-at-free" <(runs_in "$small") | wc -l)"
+          if ((back >= 1)); then
+            echo "freed: a new run on the tmpfs again" >>"$w.log"
+            echo back >"$w.state"
+          fi ;;
+      esac
+    done
+    sleep 0.05
+  done
+  rm -rf "$cluster/worker1/small/ballast" "$cluster/worker2/small/ballast"
+}
+
 # Off-heap mode: every step of ClusterDemo (the plugin in each executor, a killed executor's
-# orphan swept, a native SQL sort spilling, then a hash aggregate taking the execution memory).
+# orphan swept, a native SQL sort spilling, then a hash aggregate taking the execution memory, and
+# a local dir that fills during a sort), the executors' updates every 500 ms for step 6.
 executor_cgroups offheap $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
-run_demo offheap all \
+fill_while_sorting &
+filler_pid=$!
+run_demo offheap "all $fault" \
   --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
-  --conf spark.executor.memoryOverhead=${overhead_mib}m
+  --conf spark.executor.memoryOverhead=${overhead_mib}m --conf spark.spillway.ui.updateInterval=500ms
+wait "$filler_pid" || true
+filler_pid=""
+for i in 1 2; do
+  sed "s/^/  worker $i: /" "$fault/worker$i.log" 2>/dev/null || true
+  if [[ "$(cat "$fault/worker$i.state" 2>/dev/null)" != back ]]; then
+    log "full local dir: worker $i's tmpfs did not fill, free and take a run again during the sort (state: $(cat "$fault/worker$i.state" 2>/dev/null || echo none))"; failed=1
+  elif [[ "$(cat "$fault/worker$i.while-full")" -ne 0 ]]; then
+    log "full local dir: new runs landed on worker $i's tmpfs while it was full"; failed=1
+  fi
+done
 check_cgroups offheap "${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead"
 
 # On-heap mode: the sort and the aggregate, in two shuffle partitions, so that each executor sorts

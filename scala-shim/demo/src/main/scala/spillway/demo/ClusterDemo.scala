@@ -6,13 +6,13 @@ import java.nio.file.Paths
 import scala.util.Using
 
 import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
-import org.apache.spark.scheduler.{SparkListener, SparkListenerTaskEnd}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerTaskEnd}
 import org.apache.spark.spillway.PluginMetricsProbe
 import org.apache.spark.spillway.demo.{ExecutorIds, ListenerDrain}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.functions.expr
+import org.apache.spark.sql.functions.{col, expr, udf}
 
-import spillway.{NativeLoader, NativeStats, OrphanSweep, TaskSpill}
+import spillway.{NativeLoader, NativeStats, OrphanSweep, SpillwayConf, SpillwayExecutorUpdate, TaskSpill}
 
 /** What one executor saw; built inside a task. */
 final case class ExecutorReport(
@@ -47,6 +47,9 @@ final case class ExecutorReport(
  *     memory the sort gave back (and spills): its result must be exact, and still no executor may
  *     pass the limit.
  *
+ *  6. with a third argument, a dir: one of each executor's local dirs fills while a native sort
+ *     runs and frees later ([[fullLocalDir]]).
+ *
  * In mode `onheap` (Spark's default memory mode, the container sized for it) only steps 4 and 5 run.
  *
  * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
@@ -54,7 +57,7 @@ final case class ExecutorReport(
  * spillway.demo.ClusterDemoPlugin` (the product's plugin, observed), one core per executor and
  * exactly `executors` executors.
  *
- * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)] [mode: all (default) | onheap]
+ * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)] [mode: all (default) | onheap] [fault dir]
  */
 object ClusterDemo {
   private val FilesPerTask = 2
@@ -71,7 +74,8 @@ object ClusterDemo {
         val steps = if (mode == "all") run(spark.sparkContext, executors) else Nil
         // On-heap mode has twice the execution memory (0.6 x (512m - 300m) against 64m off-heap,
         // in two partitions rather than five): wider keys, so that the aggregate wants more than that too.
-        steps ++ sqlSort(spark) ++ hashAggregate(spark, keyWidth = if (mode == "onheap") 280 else 120)
+        steps ++ sqlSort(spark) ++ hashAggregate(spark, keyWidth = if (mode == "onheap") 280 else 120) ++
+          args.lift(2).toSeq.flatMap(faultDir => fullLocalDir(spark, executors, faultDir))
       } finally spark.stop()
     failures.foreach(f => println(s"FAILED: $f"))
     // The last line, for project/cluster-test.sh; the exit status says the same.
@@ -107,8 +111,8 @@ object ClusterDemo {
     spilled.foreach { r =>
       check(r.pluginStarted && r.loadedFrom != null, s"executor ${r.executorId}: SpillwayPlugin did not start (spark.plugins unset?)")
       check(r.sweepFailures.isEmpty, s"executor ${r.executorId}: sweep failures ${r.sweepFailures}")
-      check(r.planDirs.size == 1 && r.logicalBytesSpilled == FilesPerTask * BytesPerFile && r.bytesSpilled == r.filesBytesOnDisk && r.bytesSpilled > 0,
-        s"executor ${r.executorId}: expected one plan dir, ${FilesPerTask * BytesPerFile} bytes written and the plan counting its files' " +
+      check(r.planDirs.nonEmpty && r.planDirs.size <= FilesPerTask && r.logicalBytesSpilled == FilesPerTask * BytesPerFile && r.bytesSpilled == r.filesBytesOnDisk && r.bytesSpilled > 0,
+        s"executor ${r.executorId}: expected one plan dir per local dir its files went to, ${FilesPerTask * BytesPerFile} bytes written and the plan counting its files' " +
           s"bytes on disk, got ${r.planDirs}, ${r.logicalBytesSpilled} written, ${r.bytesSpilled} counted, ${r.filesBytesOnDisk} in the files")
     }
 
@@ -226,6 +230,108 @@ object ClusterDemo {
         s"the aggregate returned $groups groups, $rows rows, at most $most a group, sum $sum; expected $AggRows, $AggRows, 1, ${AggRows * (AggRows - 1) / 2}")
       check(spilled.get > 0, "the aggregate did not spill: it did not want all the execution memory")
     } finally spark.sparkContext.removeSparkListener(listener)
+    failures.result()
+  }
+
+  /** Rows of step 6's sort: about 150 bytes each, some 45 MB a partition, many runs of [[FillSortBudget]]. */
+  val FillRows = 600000L
+  /** The sort's memory in step 6 (`spark.spillway.sort.memoryBudget`): small, so that it writes a run every 2 MB, some 20 in all. */
+  val FillSortBudget = "2m"
+
+  /**
+   * Step 6: a local dir that fills while the sort runs, and frees. project/cluster-test.sh makes
+   * one of each executor's two local dirs a small tmpfs and, once `faultDir/armed` exists, fills
+   * it with another process as the first run lands there, frees it once runs landed on the other
+   * dir, and writes what it saw; this runs the sort (within partitions: no shuffle, so nothing but
+   * the sort's runs is written meanwhile) and writes `faultDir/done` when it ends. The result must
+   * be Spark's own sort's, row for row; prints the task metrics, the plugin's counters over the
+   * sort and what each executor's updates said of its local dirs. Returns the failed checks.
+   */
+  def fullLocalDir(spark: SparkSession, executors: Int, faultDir: String): Seq[String] = {
+    val failures = Seq.newBuilder[String]
+    def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
+    val sc = spark.sparkContext
+    val spilled, tasks = new java.util.concurrent.atomic.AtomicLong
+    // Per executor and local dir: updates, updates that found it full, the most bytes of Spillway's files in it.
+    val dirs = scala.collection.mutable.Map.empty[(String, String), (Int, Int, Long)] // the listener's thread writes, under its lock
+    val listener = new SparkListener {
+      override def onTaskEnd(end: SparkListenerTaskEnd): Unit =
+        Option(end.taskMetrics).foreach { m => spilled.addAndGet(m.diskBytesSpilled); tasks.incrementAndGet() }
+      override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+        case u: SpillwayExecutorUpdate => dirs.synchronized {
+            u.localDirs.foreach { d =>
+              val (n, full, most) = dirs.getOrElse((u.executorId, d.path), (0, 0, 0L))
+              dirs((u.executorId, d.path)) = (n + 1, full + (if (d.full) 1 else 0), math.max(most, d.spillwayBytes))
+            }
+          }
+        case _ =>
+      }
+    }
+    def counters(): Map[String, Map[String, Long]] =
+      onEachExecutor(sc, executors)(() => report()).map(r => r.executorId -> r.metrics).toMap
+    // The native sort's input comes at a pace (30 ms every 1,000 rows: a run every half second or
+    // so), so that the script's filler, a shell loop, sees each run land and acts between runs.
+    val pace = udf { (id: Long) => if (id % 1000 == 0) Thread.sleep(30); id }.asNondeterministic()
+    def sorted(native: Boolean) = {
+      spark.conf.set(SpillwayConf.SqlSortEnabledKey, native.toString)
+      val rows = spark.range(0, FillRows, 1, 2)
+      (if (native) rows.select(pace(col("id")).as("id")) else rows.toDF())
+        .selectExpr("id", "CAST(rand(13) * 9e18 AS BIGINT) AS k", "sha2(CAST(id AS STRING), 512) AS s")
+        .sortWithinPartitions("k")
+    }
+    // Per partition: rows, in order, and a digest of the rows in their order.
+    def digest(df: org.apache.spark.sql.DataFrame): Seq[(Int, Long, Boolean, Long)] =
+      df.rdd.mapPartitionsWithIndex { (i, rows) =>
+        var n, h = 0L
+        var ordered = true
+        var last = Long.MinValue
+        rows.foreach { r =>
+          val k = r.getLong(1)
+          if (n > 0 && k < last) ordered = false
+          last = k
+          h = h * 1000003L + (r.getLong(0) ^ k) * 31 + r.getString(2).hashCode
+          n += 1
+        }
+        Iterator((i, n, ordered, h))
+      }.collect().toSeq.sortBy(_._1)
+
+    val before = counters()
+    sc.addSparkListener(listener)
+    val native = try {
+      // A task reads the budget from its local properties: a job of the Dataset's RDD gets no session conf.
+      sc.setLocalProperty(SpillwayConf.SortMemoryBudget.key, FillSortBudget)
+      val df = sorted(native = true)
+      val plan = df.queryExecution.executedPlan.toString
+      check(plan.contains("SpillwaySort"), s"the sort within partitions does not run as the native sort:\n$plan")
+      java.nio.file.Files.createFile(Paths.get(faultDir, "armed"))
+      try digest(df)
+      finally java.nio.file.Files.createFile(Paths.get(faultDir, "done"))
+    } finally {
+      sc.setLocalProperty(SpillwayConf.SortMemoryBudget.key, null)
+      ListenerDrain(sc)
+      sc.removeSparkListener(listener)
+    }
+    val after = counters()
+    val spark_ = digest(sorted(native = false))
+    spark.conf.unset(SpillwayConf.SqlSortEnabledKey)
+
+    println(s"full local dir: $FillRows rows in ${native.size} partitions (${native.map(_._2).mkString(", ")}), in order: " +
+      s"${native.forall(_._3)}, the same as Spark's sort: ${native == spark_}; $tasks tasks spilled ${spilled.get} bytes to disk")
+    after.toSeq.sortBy(_._1).foreach { case (id, m) =>
+      val b = before.getOrElse(id, Map.empty[String, Long])
+      def delta(n: String) = m.getOrElse(n, 0L) - b.getOrElse(n, 0L)
+      println(s"full local dir: executor $id: spillFiles +${delta("spillFiles")}, filesystemErrors +${delta("filesystemErrors")}, " +
+        s"bytesSpilled +${delta("bytesSpilled")}, bytesInUse ${m.getOrElse("bytesInUse", -1L)}")
+      check(delta("spillFiles") > 0, s"executor $id: no spill file made by the sort")
+      check(m.get("bytesInUse").contains(0L), s"executor $id: bytes still in use after the sort: ${m.get("bytesInUse")}")
+    }
+    dirs.synchronized(dirs.toSeq).sortBy(_._1).foreach { case ((id, dir), (n, full, most)) =>
+      println(s"full local dir: executor $id, local dir ${Paths.get(dir).getParent.getParent.getParent.getFileName}: " +
+        s"full in $full of $n updates, at most $most bytes of Spillway's files")
+    }
+    check(native.map(_._2).sum == FillRows && native.forall(_._3), s"the native sort's result is short or out of order: $native")
+    check(native == spark_, s"the native sort's result is not Spark's: $native against $spark_")
+    check(spilled.get > 0, "the sort did not spill")
     failures.result()
   }
 
