@@ -214,9 +214,11 @@ spark-suites: lib
 # off-heap mode, then for on-heap mode in a second application (a native sort, then a hash aggregate
 # taking the execution memory it gave back: no executor killed for memory), one of each executor's
 # two local dirs a small tmpfs that the script fills during a native sort and frees (mounted for
-# the run, as root; the runs go to the other dir and come back, the result Spark's); see
+# the run, as root; the runs go to the other dir and come back, the result Spark's), and first an
+# application whose driver is killed with kill -9 while its executors spill (nothing of it left
+# once the next application has run); see
 # project/cluster-test.sh. On the primary line and on Spark 3.5 with Scala 2.12 (Spark 3.5's own
-# distribution). About 2 min a line (plus ~1 min for each first pyspark install).
+# distribution). About 3-4 min a line on 2 shared cores (plus ~1 min for each first pyspark install).
 CLUSTER_LINES := 3.5_2.12 4.1_2.13
 
 cluster-test: $(JAR_LIBS)

@@ -19,7 +19,11 @@
 # sort writes its runs there (ClusterDemo's step 6) and frees later: the runs must go to the other
 # dir while it is full (none on it), come back once it is freed, and the sort's result must be
 # Spark's own sort's; the task metrics, the plugin's counters (spillFiles, filesystemErrors) and
-# its per-local-dir figures over the sort are printed. The cluster's state comes from the
+# its per-local-dir figures over the sort are printed. Before all that, an application is killed
+# outright: kill -9 of its driver while its executors hold spill files; once the workers have
+# killed its executors (their cgroup empty) and the master has ended it, the plan dirs it left are
+# counted, the next application's executors (the off-heap one) sweep orphans at their start, and
+# after that application nothing of either may be left. The cluster's state comes from the
 # master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
@@ -136,12 +140,13 @@ master_port="$(free_port)"
 master_ui_port="$(free_port)"
 master="spark://127.0.0.1:$master_port"
 # The master's state from its web UI's JSON API (/json/): the workers alive, or the applications
-# it has registered (running and completed). Fails while the master is not up.
-master_state() { # workers | apps
+# it has registered (running and completed) or those running. Fails while the master is not up.
+master_state() { # workers | apps | active
   "$venv/bin/python" - "$master_ui_port" "$1" <<'PY'
 import json, sys, urllib.request
 state = json.load(urllib.request.urlopen("http://127.0.0.1:%s/json/" % sys.argv[1], timeout=5))
-print(state["aliveworkers"] if sys.argv[2] == "workers" else len(state["activeapps"]) + len(state["completedapps"]))
+print({"workers": state["aliveworkers"], "active": len(state["activeapps"]),
+       "apps": len(state["activeapps"]) + len(state["completedapps"])}[sys.argv[2]])
 PY
 }
 start_daemon "$cluster/master.log" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
@@ -264,6 +269,41 @@ run_demo() {
 }
 failed=0
 
+# ---- An application killed outright ----
+# ClusterDemo in mode `killed`: each executor's task spills and holds its plan. Once both
+# executors' plan dirs are on disk, kill -9 of the driver (spark-submit's JVM). The master sees
+# the driver go and has the workers kill its executors (the cgroup of each worker's executors of
+# that application empties); what the application left in the workers' local dirs is then for the
+# next application's executors to sweep at their start (the off-heap application below), and
+# after that one ends nothing of either may be left (the scan further down).
+spillway_dirs_of() { find "$cluster/worker$1" -ignore_readdir_race -type d -name 'spillway-*' 2>/dev/null | wc -l; }
+executors_gone() { # APP: no process left in that application's cgroups
+  local i
+  for i in 1 2; do [[ -z "$(cat "$(app_cgroup "$1" "$i")/cgroup.procs")" ]] || return 1; done
+}
+no_app_running() { [[ "$(master_state active 2>/dev/null)" == 0 ]]; }
+executor_cgroups killed $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+t0=$(date +%s)
+log "killed: spark-submit of spillway.demo.ClusterDemo killed"
+setsid timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" "${demo_args[@]}" \
+  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+  --conf spark.executor.memoryOverhead=${overhead_mib}m \
+  "$demo_jar" 2 killed >"$cluster/killed.out" 2>"$cluster/killed.err" </dev/null &
+killed_group=$!
+pgids+=("$killed_group")
+both_spilling() { (( $(spillway_dirs_of 1) > 0 && $(spillway_dirs_of 2) > 0 )); }
+wait_for 180 "both executors of the application to be killed to spill (see $cluster/killed.err)" both_spilling
+driver_pid="$(ps -o pid= --ppid "$killed_group" | tr -d ' ')" # timeout's child: spark-submit, exec'd into the JVM
+grep -qa org.apache.spark.deploy.SparkSubmit "/proc/$driver_pid/cmdline" 2>/dev/null ||
+  die "killed: the driver's JVM is not timeout's child ($driver_pid: $(tr '\0' ' ' <"/proc/$driver_pid/cmdline" 2>/dev/null))"
+log "killed: plan dirs on disk (worker 1: $(spillway_dirs_of 1), worker 2: $(spillway_dirs_of 2)); kill -9 of the driver, pid $driver_pid"
+kill -KILL "$driver_pid"
+{ wait "$killed_group"; } 2>/dev/null || true # timeout, killed with its child's signal
+wait_for 120 "the killed application's executors to be gone" executors_gone killed
+wait_for 60 "the master to end the killed application" no_app_running
+left_by_killed=$(( $(spillway_dirs_of 1) + $(spillway_dirs_of 2) ))
+log "killed: its executors are gone, $(( $(date +%s) - t0 )) s after its start; plan dirs it left in the workers' dirs: $left_by_killed (worker 1: $(spillway_dirs_of 1), worker 2: $(spillway_dirs_of 2)); its application dirs left: $(find "$cluster"/worker[12]/{local,small} -mindepth 1 -maxdepth 1 -name 'spark-*' | wc -l)"
+
 # ---- The other process of ClusterDemo's step 6: a local dir that fills while the sort runs ----
 # Once the application has written $fault/armed, for each worker: it fills all but 16 MiB of its
 # small tmpfs; as the sort's first run lands on either dir, it fills the rest to the last byte
@@ -333,6 +373,9 @@ run_demo offheap "all $fault" \
   --conf spark.executor.memoryOverhead=${overhead_mib}m --conf spark.spillway.ui.updateInterval=500ms
 wait "$filler_pid" || true
 filler_pid=""
+# The next application's executors on those workers swept at their start what the killed one left.
+swept_at_start="$(awk '/^spill: executor/ { for (i = 1; i < NF; i++) if ($i == "start") { n += $(i + 1) } } END { print n + 0 }' "$cluster/offheap.out")"
+log "killed: the next application's first executors swept $swept_at_start orphaned plan dir(s) at their start, of the $left_by_killed the killed one left"
 for i in 1 2; do
   sed "s/^/  worker $i: /" "$fault/worker$i.log" 2>/dev/null || true
   if [[ "$(cat "$fault/worker$i.state" 2>/dev/null)" != back ]]; then

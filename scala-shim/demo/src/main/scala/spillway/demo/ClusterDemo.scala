@@ -50,14 +50,16 @@ final case class ExecutorReport(
  *  6. with a third argument, a dir: one of each executor's local dirs fills while a native sort
  *     runs and frees later ([[fullLocalDir]]).
  *
- * In mode `onheap` (Spark's default memory mode, the container sized for it) only steps 4 and 5 run.
+ * In mode `onheap` (Spark's default memory mode, the container sized for it) only steps 4 and 5 run;
+ * in mode `killed`, each executor spills and holds its files until the driver is killed
+ * ([[spillUntilKilled]]).
  *
  * Prints one line per executor per step, then `cluster-demo-result=passed` (exit status 0) or
  * `cluster-demo-result=failed N check(s)` (exit status 1). Needs `spark.plugins=
  * spillway.demo.ClusterDemoPlugin` (the product's plugin, observed), one core per executor and
  * exactly `executors` executors.
  *
- * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)] [mode: all (default) | onheap] [fault dir]
+ * Usage: spark-submit --class spillway.demo.ClusterDemo --jars spillway.jar spillway-demo.jar [executors (2)] [mode: all (default) | onheap | killed] [fault dir]
  */
 object ClusterDemo {
   private val FilesPerTask = 2
@@ -67,10 +69,11 @@ object ClusterDemo {
   def main(args: Array[String]): Unit = {
     val executors = args.headOption.map(_.toInt).getOrElse(2)
     val mode = args.lift(1).getOrElse("all")
-    require(Set("all", "onheap").contains(mode), s"unknown mode $mode (all, onheap)")
+    require(Set("all", "onheap", "killed").contains(mode), s"unknown mode $mode (all, onheap, killed)")
     val spark = SparkSession.builder().appName(s"spillway-cluster-demo-$mode").getOrCreate()
     val failures =
       try {
+        if (mode == "killed") spillUntilKilled(spark.sparkContext, executors)
         val steps = if (mode == "all") run(spark.sparkContext, executors) else Nil
         // On-heap mode has twice the execution memory (0.6 x (512m - 300m) against 64m off-heap,
         // in two partitions rather than five): wider keys, so that the aggregate wants more than that too.
@@ -150,6 +153,32 @@ object ClusterDemo {
     }
     swept.foreach(r => check(r.leftovers.isEmpty, s"executor ${r.executorId}: left behind ${r.leftovers}"))
     failures.result()
+  }
+
+  /** How long mode `killed`'s tasks hold their spill files at most: a bound, for a driver that is not killed. */
+  private val HoldMillis = 240L * 1000
+
+  /**
+   * Mode `killed`: each executor's task spills through its plan, then holds it until the driver is
+   * killed (project/cluster-test.sh kill -9s it once every executor's plan dir is on disk); what
+   * the application leaves is for the workers and the next application's executors. Throws if
+   * the tasks end (the driver was not killed within [[HoldMillis]]).
+   */
+  def spillUntilKilled(sc: SparkContext, executors: Int): Unit = {
+    awaitExecutors(sc, executors, replacing = Nil)
+    onEachExecutor(sc, executors) { () =>
+      val plan = TaskSpill.plan()
+      val files = (0 until FilesPerTask).map { i =>
+        val file = plan.createSpillFile()
+        Using.resource(file.outputStream())(out => DemoFiles.writePattern(out, BytesPerFile, i))
+        file
+      }
+      System.err.println(s"cluster demo: executor ${SparkEnv.get.executorId} holds ${files.size} spill files in " +
+        files.map(f => new File(f.path).getParent).distinct.mkString(", ") + " until its driver is killed")
+      Thread.sleep(HoldMillis)
+      report()
+    }
+    throw new IllegalStateException(s"the driver was not killed within ${HoldMillis / 1000} s")
   }
 
   /** Rows of step 4's ORDER BY: about 200 bytes each, 300 MB in all, several times the executors' off-heap memory. */
