@@ -224,9 +224,15 @@ spark-suites: lib
 
 # A standalone master and two workers on loopback (Spark from the pyspark package on PyPI, installed
 # into build/pyspark-<version> on first use) run spillway.demo.ClusterDemo from the demo jar, with
-# the product jar beside it and the plugin on; see project/cluster-test.sh. On the primary line and
-# on Spark 3.5 with Scala 2.12 (Spark 3.5's own distribution). About 1.5 min a line (plus ~1 min for
-# each first pyspark install).
+# the product jar beside it and the plugin on, the executors under a memory cgroup sized for
+# off-heap mode, then for on-heap mode in a second application (a native sort, then a hash aggregate
+# taking the execution memory it gave back: no executor killed for memory), one of each executor's
+# two local dirs a small tmpfs that the script fills during a native sort and frees (mounted for
+# the run, as root; the runs go to the other dir and come back, the result Spark's), and first an
+# application whose driver is killed with kill -9 while its executors spill (nothing of it left
+# once the next application has run); see
+# project/cluster-test.sh. On the primary line and on Spark 3.5 with Scala 2.12 (Spark 3.5's own
+# distribution). About 3-4 min a line on 2 shared cores (plus ~1 min for each first pyspark install).
 # The primary line then runs spillway.demo.ClusterSoak for CLUSTER_SOAK_SECONDS: concurrent
 # sessions of spilling native SQL sorts, one over its plan limit, one cancelling its queries, while
 # each executor's RSS, descriptors, threads and plan dirs must stay flat. `make cluster-soak` runs

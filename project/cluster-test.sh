@@ -7,15 +7,28 @@
 # Checks: every executor JVM started the plugin (library loaded, orphan sweep done), spilled, and
 # left no plan dir; an executor killed mid-spill left an orphan that its replacement's plugin swept
 # (ClusterDemo checks these inside the application: exit status 0 and `cluster-demo-result=passed`);
-# and after the application, nothing of Spillway is left anywhere under the cluster's dirs. The
-# executors run under a hard memory limit (a memory cgroup each worker's executors join), sized as
-# docs/user-guide/memory.md ("Sizing executors") sizes a container in off-heap mode, while a native SQL sort spills: none may be
-# killed for memory (ClusterDemo's step 4; the limit's peak is printed). With
-# CLUSTER_SOAK_SECONDS set, spillway.demo.ClusterSoak then runs that long on the same cluster:
-# concurrent spilling SQL sorts with Spark's results, a session over its plan limit refused with
+# and after the applications, nothing of Spillway is left anywhere under the cluster's dirs. The
+# executors run under a hard memory limit (a memory cgroup per worker and application, which the
+# worker's executors join), sized as docs/user-guide/memory.md ("Sizing executors") sizes a
+# container, while a native SQL sort spills and, right after it, a hash aggregate takes the
+# execution memory the sort gave back: once in off-heap mode (the application above) and once in
+# on-heap mode (a second application of ClusterDemo, the sort and the aggregate alone). No
+# executor may be killed for memory in either (ClusterDemo's steps 4 and 5; each limit's peak is
+# printed). One of each executor's two local dirs is a small tmpfs (mounted here, as root, and
+# unmounted on exit) that another process of this script fills to the last byte while a native
+# sort writes its runs there (ClusterDemo's step 6) and frees later: the runs must go to the other
+# dir while it is full (none on it), come back once it is freed, and the sort's result must be
+# Spark's own sort's; the task metrics, the plugin's counters (spillFiles, filesystemErrors) and
+# its per-local-dir figures over the sort are printed. Before all that, an application is killed
+# outright: kill -9 of its driver while its executors hold spill files; once the workers have
+# killed its executors (their cgroup empty) and the master has ended it, the plan dirs it left are
+# counted, the next application's executors (the off-heap one) sweep orphans at their start, and
+# after that application nothing of either may be left. With CLUSTER_SOAK_SECONDS set,
+# spillway.demo.ClusterSoak then runs that long on the same cluster (off-heap mode): concurrent
+# spilling SQL sorts with Spark's results, a session over its plan limit refused with
 # SpillLimitExceededException, one cancelling its queries, and each executor's RSS, descriptors,
-# threads and plan dirs flat between its first and last minute. The
-# cluster's state comes from the master's JSON API, never from its log text.
+# threads and plan dirs flat between its first and last minute. The cluster's state comes from
+# the master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
 # dirs and logs (build/cluster-<line>, fresh each run). Loopback only; every wait is bounded; the master,
@@ -86,6 +99,8 @@ unset SPARK_LOCAL_DIRS SPARK_WORKER_DIR SPARK_MASTER_HOST SPARK_MASTER_PORT MAST
 # its executors go with it ----
 pgids=()
 cgroups=()
+mounts=()
+filler_pid=""
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
@@ -97,6 +112,11 @@ cleanup() {
     sleep 0.2
   done
   for g in "${pgids[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
+  [[ -z "$filler_pid" ]] || { kill "$filler_pid" 2>/dev/null || true; wait "$filler_pid" 2>/dev/null || true; }
+  for m in "${mounts[@]}"; do # free once no process has a file open there
+    for _ in $(seq 1 50); do umount "$m" 2>/dev/null && break; sleep 0.2; done
+    if mountpoint -q "$m"; then echo "cluster-test [$line]: could not unmount $m" >&2; status=1; fi
+  done
   for cg in "${cgroups[@]}"; do # empty once its processes are gone
     for _ in $(seq 1 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
     [[ ! -d "$cg" ]] || echo "cluster-test [$line]: could not remove the cgroup $cg" >&2
@@ -126,12 +146,13 @@ master_port="$(free_port)"
 master_ui_port="$(free_port)"
 master="spark://127.0.0.1:$master_port"
 # The master's state from its web UI's JSON API (/json/): the workers alive, or the applications
-# it has registered (running and completed). Fails while the master is not up.
-master_state() { # workers | apps
+# it has registered (running and completed) or those running. Fails while the master is not up.
+master_state() { # workers | apps | active
   "$venv/bin/python" - "$master_ui_port" "$1" <<'PY'
 import json, sys, urllib.request
 state = json.load(urllib.request.urlopen("http://127.0.0.1:%s/json/" % sys.argv[1], timeout=5))
-print(state["aliveworkers"] if sys.argv[2] == "workers" else len(state["activeapps"]) + len(state["completedapps"]))
+print({"workers": state["aliveworkers"], "active": len(state["activeapps"]),
+       "apps": len(state["activeapps"]) + len(state["completedapps"])}[sys.argv[2]])
 PY
 }
 start_daemon "$cluster/master.log" org.apache.spark.deploy.master.Master --host 127.0.0.1 \
@@ -140,12 +161,15 @@ master_started() { master_state workers >/dev/null 2>&1; }
 wait_for 120 "the master to start (see $cluster/master.log)" master_started
 log "master at $master"
 
-# The executors' containers, sized as docs/user-guide/memory.md ("Sizing executors") says for off-heap mode: executor memory +
-# off-heap size + overhead. Each worker's executors join a memory cgroup of that limit as they
-# start: the worker runs them with a java that joins the cgroup named in its environment, then
-# becomes the real java (the worker itself stays outside).
+# The executors' containers, sized as docs/user-guide/memory.md ("Sizing executors") says, one
+# memory cgroup per worker and application: off-heap mode, executor memory + off-heap size +
+# overhead; on-heap mode, executor memory + overhead, the overhead grown by the execution memory
+# the sorts may take (spark.memory.fraction 0.6 x (executor memory - 300 MiB), rounded up). Each
+# executor joins its worker's cgroup of the time as it starts: the worker runs executors with a
+# java that joins the cgroup named in the worker's cgroup file, then becomes the real java (the
+# worker itself stays outside).
 executor_memory_mib=512 offheap_mib=64 overhead_mib=384
-container_bytes=$(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+onheap_overhead_mib=$(( overhead_mib + (6 * (executor_memory_mib - 300) + 9) / 10 ))
 if [[ -f /sys/fs/cgroup/memory/memory.limit_in_bytes && -w /sys/fs/cgroup/memory ]]; then
   cgroup_version=1 cgroup_base=/sys/fs/cgroup/memory
 elif [[ -w /sys/fs/cgroup && -f /sys/fs/cgroup/cgroup.subtree_control ]] && grep -qw memory /sys/fs/cgroup/cgroup.subtree_control; then
@@ -159,8 +183,8 @@ mkdir -p "$cluster/java-home/bin"
 cat >"$cluster/java-home/bin/java" <<EOF
 #!/usr/bin/env bash
 for a in "\$@"; do
-  if [[ "\$a" == org.apache.spark.executor.CoarseGrainedExecutorBackend && -n "\${SPILLWAY_EXECUTOR_CGROUP:-}" ]]; then
-    echo \$\$ >"\$SPILLWAY_EXECUTOR_CGROUP/cgroup.procs" || exit 1
+  if [[ "\$a" == org.apache.spark.executor.CoarseGrainedExecutorBackend && -n "\${SPILLWAY_EXECUTOR_CGROUP_FILE:-}" ]]; then
+    echo \$\$ >"\$(cat "\$SPILLWAY_EXECUTOR_CGROUP_FILE")/cgroup.procs" || exit 1
     break
   fi
 done
@@ -170,72 +194,233 @@ chmod +x "$cluster/java-home/bin/java"
 cgroup_file() { # cgroup v1-file v2-file
   if ((cgroup_version == 1)); then echo "$1/$2"; else echo "$1/$3"; fi
 }
+app_cgroup() { echo "$cgroup_base/spillway-cluster-${line//./}-worker$2-$1-$$"; } # application worker
+# executor_cgroups APP BYTES: a cgroup of BYTES per worker, which its executors started from now on join.
+executor_cgroups() {
+  local i cg
+  for i in 1 2; do
+    cg="$(app_cgroup "$1" "$i")"
+    mkdir "$cg" || die "could not create the cgroup $cg"
+    cgroups+=("$cg")
+    echo "$2" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
+    if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
+    else echo "$2" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi
+    echo "$cg" >"$cluster/worker$i/cgroup"
+  done
+}
+# check_cgroups APP SIZING: under the limit, the executors joined their cgroups (a peak worth an
+# executor) and none was killed for memory; logs each peak against its limit.
+check_cgroups() {
+  local i cg limit peak oom_kills
+  for i in 1 2; do
+    cg="$(app_cgroup "$1" "$i")"
+    limit="$(cat "$(cgroup_file "$cg" memory.limit_in_bytes memory.max)")"
+    peak="$(cat "$(cgroup_file "$cg" memory.max_usage_in_bytes memory.peak)" 2>/dev/null || echo 0)"
+    if ((cgroup_version == 1)); then oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
+    else oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.events")"; fi
+    log "$1: executors of worker $i: limit $((limit >> 20)) MiB ($2), peak $((peak >> 20)) MiB, killed for memory ${oom_kills:-?} times"
+    if [[ -z "$oom_kills" || "$oom_kills" -ne 0 ]]; then log "$1: an executor was killed for memory (or the kernel does not count oom kills)"; failed=1; fi
+    if ((peak < 128 << 20)); then log "$1: no executor ran in $cg (peak $peak bytes): the limit was not applied"; failed=1; fi
+  done
+}
 
+# Each worker's executors have two local dirs: a dir of the cluster's, and a small tmpfs that
+# ClusterDemo's step 6 fills (mounted here, unmounted on exit). Spark's own files of the
+# applications (shuffles, the aggregate's spills) land on it too, half of them (up to some 140 MB
+# seen): 384 MiB holds them with room to spare. Its pages count in the memory of whoever wrote them.
+small_mib=384
 for i in 1 2; do
-  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
+  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/small" "$cluster/worker$i/work"
+  mount -t tmpfs -o "size=${small_mib}m,mode=0755" spillway-cluster-small "$cluster/worker$i/small" ||
+    die "could not mount a tmpfs on $cluster/worker$i/small (run as root)"
+  mounts+=("$cluster/worker$i/small")
   # One core per worker: the two executors run on different workers, and a killed executor's
   # replacement starts on the worker it died on, in the same application dir.
-  cg="$cgroup_base/spillway-cluster-${line//./}-worker$i-$$"
-  mkdir "$cg" || die "could not create the cgroup $cg"
-  cgroups+=("$cg")
-  echo "$container_bytes" >"$(cgroup_file "$cg" memory.limit_in_bytes memory.max)"
-  if ((cgroup_version == 2)); then echo 0 >"$cg/memory.swap.max" 2>/dev/null || true
-  else echo "$container_bytes" >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null || true; fi
-  SPARK_LOCAL_DIRS="$cluster/worker$i/local" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP="$cg" \
+  SPARK_LOCAL_DIRS="$cluster/worker$i/local,$cluster/worker$i/small" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$i/cgroup" \
     start_daemon "$cluster/worker$i.log" \
     org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
     --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
 done
 registered() { [[ "$(master_state workers 2>/dev/null)" -ge 2 ]]; }
 wait_for 120 "two workers to register (see $cluster/worker*.log)" registered
-log "2 workers registered; submitting spillway.demo.ClusterDemo"
+log "2 workers registered"
 
-# ---- The applications: the demo, then the soak ----
-# submit_app NAME CLASS RESULT-KEY ARGS...: spark-submit of a demo class on the cluster, its
-# output in $cluster/NAME.out and .err; dies unless it exits 0 with `RESULT-KEY=passed` last.
-submit_app() {
-  local name="$1" class="$2" key="$3" status=0; shift 3
-  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
-    --master "$master" --deploy-mode client \
-    --class "$class" --jars "$jar" \
-    --conf spark.plugins=spillway.demo.ClusterDemoPlugin \
-    --conf spark.executor.cores=1 --conf spark.cores.max=2 \
-    --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m \
-    --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
-    --conf spark.executor.memoryOverhead=${overhead_mib}m \
-    --conf spark.sql.extensions=spillway.SpillwayExtensions \
-    --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1 \
-    --conf spark.ui.enabled=false \
-    --conf spark.local.dir="$cluster/driver-local" \
-    --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp" \
-    --driver-java-options "-Djava.io.tmpdir=$cluster/tmp" \
-    "$demo_jar" "$@" >"$cluster/$name.out" 2>"$cluster/$name.err" || status=$?
-  cat "$cluster/$name.out"
-  if [[ $status -ne 0 ]] || [[ "$(tail -1 "$cluster/$name.out")" != "$key=passed" ]]; then
-    tail -40 "$cluster/$name.err" >&2
-    die "$name failed (status $status); logs in $cluster"
+# ---- The applications: spillway.demo.ClusterDemo ----
+# spark-submit's arguments for ClusterDemo, before each application's own.
+# Without the class: ClusterSoak's application (further down) takes the same.
+demo_args=(--master "$master" --deploy-mode client --jars "$jar"
+  --conf spark.plugins=spillway.demo.ClusterDemoPlugin
+  --conf spark.executor.cores=1 --conf spark.cores.max=2
+  --conf spark.executor.memory=${executor_memory_mib}m --driver-memory 512m
+  --conf spark.sql.extensions=spillway.SpillwayExtensions
+  --conf spark.driver.host=127.0.0.1 --conf spark.driver.bindAddress=127.0.0.1
+  --conf spark.ui.enabled=false
+  --conf spark.local.dir="$cluster/driver-local"
+  --conf "spark.executor.extraJavaOptions=-Djava.io.tmpdir=$cluster/tmp"
+  --driver-java-options "-Djava.io.tmpdir=$cluster/tmp")
+# run_demo APP MODE spark-submit-args...: one application of ClusterDemo; fails the test unless it
+# ends with `cluster-demo-result=passed`.
+run_demo() {
+  local app="$1" mode="$2" status=0 t0; shift 2
+  t0=$(date +%s)
+  log "$app: spark-submit of spillway.demo.ClusterDemo $mode"
+  timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" --class spillway.demo.ClusterDemo "${demo_args[@]}" "$@" "$demo_jar" 2 $mode \
+    >"$cluster/$app.out" 2>"$cluster/$app.err" || status=$?
+  sed 's/^/  /' "$cluster/$app.out"
+  if [[ $status -ne 0 ]] || [[ "$(tail -1 "$cluster/$app.out")" != "cluster-demo-result=passed" ]]; then
+    tail -40 "$cluster/$app.err" >&2
+    die "$app: the application failed (status $status); logs in $cluster"
   fi
+  log "$app: passed in $(( $(date +%s) - t0 )) s"
 }
-submit_app submit spillway.demo.ClusterDemo cluster-demo-result 2
-# Sustained SQL load (spillway.demo.ClusterSoak): CLUSTER_SOAK_SECONDS of concurrent spilling
-# sorts, a session over its plan limit, one cancelling its queries; 0 skips it.
-soak_seconds="${CLUSTER_SOAK_SECONDS:-0}"
-if ((soak_seconds > 0)); then
-  log "submitting spillway.demo.ClusterSoak for $soak_seconds s"
-  SPARK_TEST_TIMEOUT=$(( soak_seconds + ${SPARK_TEST_TIMEOUT:-600} )) \
-    submit_app soak spillway.demo.ClusterSoak cluster-soak-result "$soak_seconds" 2 "${CLUSTER_SOAK_SORT:-spillway}"
-fi
 failed=0
 
-# Under the limit: the executors joined their cgroups (a peak worth an executor) and none was killed for memory.
-for cg in "${cgroups[@]}"; do
-  peak="$(cat "$(cgroup_file "$cg" memory.max_usage_in_bytes memory.peak)" 2>/dev/null || echo 0)"
-  if ((cgroup_version == 1)); then oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
-  else oom_kills="$(awk '$1 == "oom_kill" {print $2}' "$cg/memory.events")"; fi
-  log "executors of $(basename "$cg"): limit $((container_bytes >> 20)) MiB (${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead), peak $((peak >> 20)) MiB, killed for memory ${oom_kills:-?} times"
-  if [[ -z "$oom_kills" || "$oom_kills" -ne 0 ]]; then log "an executor was killed for memory (or the kernel does not count oom kills)"; failed=1; fi
-  if ((peak < 128 << 20)); then log "no executor ran in $cg (peak $peak bytes): the limit was not applied"; failed=1; fi
+# ---- An application killed outright ----
+# ClusterDemo in mode `killed`: each executor's task spills and holds its plan. Once both
+# executors' plan dirs are on disk, kill -9 of the driver (spark-submit's JVM). The master sees
+# the driver go and has the workers kill its executors (the cgroup of each worker's executors of
+# that application empties); what the application left in the workers' local dirs is then for the
+# next application's executors to sweep at their start (the off-heap application below), and
+# after that one ends nothing of either may be left (the scan further down).
+spillway_dirs_of() { find "$cluster/worker$1" -ignore_readdir_race -type d -name 'spillway-*' 2>/dev/null | wc -l; }
+executors_gone() { # APP: no process left in that application's cgroups
+  local i
+  for i in 1 2; do [[ -z "$(cat "$(app_cgroup "$1" "$i")/cgroup.procs")" ]] || return 1; done
+}
+no_app_running() { [[ "$(master_state active 2>/dev/null)" == 0 ]]; }
+executor_cgroups killed $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+t0=$(date +%s)
+log "killed: spark-submit of spillway.demo.ClusterDemo killed"
+setsid timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" --class spillway.demo.ClusterDemo "${demo_args[@]}" \
+  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+  --conf spark.executor.memoryOverhead=${overhead_mib}m \
+  "$demo_jar" 2 killed >"$cluster/killed.out" 2>"$cluster/killed.err" </dev/null &
+killed_group=$!
+pgids+=("$killed_group")
+both_spilling() { (( $(spillway_dirs_of 1) > 0 && $(spillway_dirs_of 2) > 0 )); }
+wait_for 180 "both executors of the application to be killed to spill (see $cluster/killed.err)" both_spilling
+driver_pid="$(ps -o pid= --ppid "$killed_group" | tr -d ' ')" # timeout's child: spark-submit, exec'd into the JVM
+grep -qa org.apache.spark.deploy.SparkSubmit "/proc/$driver_pid/cmdline" 2>/dev/null ||
+  die "killed: the driver's JVM is not timeout's child ($driver_pid: $(tr '\0' ' ' <"/proc/$driver_pid/cmdline" 2>/dev/null))"
+log "killed: plan dirs on disk (worker 1: $(spillway_dirs_of 1), worker 2: $(spillway_dirs_of 2)); kill -9 of the driver, pid $driver_pid"
+kill -KILL "$driver_pid"
+{ wait "$killed_group"; } 2>/dev/null || true # timeout, killed with its child's signal
+wait_for 120 "the killed application's executors to be gone" executors_gone killed
+wait_for 60 "the master to end the killed application" no_app_running
+left_by_killed=$(( $(spillway_dirs_of 1) + $(spillway_dirs_of 2) ))
+log "killed: its executors are gone, $(( $(date +%s) - t0 )) s after its start; plan dirs it left in the workers' dirs: $left_by_killed (worker 1: $(spillway_dirs_of 1), worker 2: $(spillway_dirs_of 2)); its application dirs left: $(find "$cluster"/worker[12]/{local,small} -mindepth 1 -maxdepth 1 -name 'spark-*' | wc -l)"
+
+# ---- The other process of ClusterDemo's step 6: a local dir that fills while the sort runs ----
+# Once the application has written $fault/armed, for each worker: it fills all but 16 MiB of its
+# small tmpfs; as the sort's first run lands on either dir, it fills the rest to the last byte
+# (ballast files) and lists the runs on both dirs; once two new runs have landed on the other
+# dir, it deletes the ballast; then it waits for a new run on the tmpfs (ClusterDemo paces the
+# sort's input: a run every half second or so). Each step goes to $fault/workerN.log, the state reached to
+# $fault/workerN.state (full, freed, back), the new runs on the tmpfs while it was full to
+# $fault/workerN.while-full. It ends when the application writes $fault/done (or at the
+# application's bound), deleting a ballast still there.
+fault="$cluster/fault"
+mkdir -p "$fault"
+runs_in() { find "$1" -ignore_readdir_race -path '*/spillway-*/*' -type f 2>/dev/null | sort || true; }
+fill_while_sorting() {
+  local deadline=$(( $(date +%s) + ${SPARK_TEST_TIMEOUT:-600} )) i small other w avail new_other new_small back
+  until [[ -e "$fault/armed" || -e "$fault/done" ]]; do (( $(date +%s) < deadline )) || return 0; sleep 0.2; done
+  # Before the sort writes: all but 16 MiB of each tmpfs at once, so that filling the rest as the
+  # first run lands takes a moment.
+  for i in 1 2; do
+    small="$cluster/worker$i/small"
+    avail="$(df -B1 --output=avail "$small" | tail -1 | tr -d ' ')"
+    mkdir "$small/ballast"
+    fallocate -l "$(( avail > 16 << 20 ? avail - (16 << 20) : 4096 ))" "$small/ballast/0" 2>/dev/null || true
+    echo waiting >"$fault/worker$i.state"
+  done
+  while [[ ! -e "$fault/done" ]] && (( $(date +%s) < deadline )); do
+    for i in 1 2; do
+      small="$cluster/worker$i/small" other="$cluster/worker$i/local" w="$fault/worker$i"
+      case "$(cat "$w.state")" in
+        waiting)
+          if [[ -n "$(runs_in "$small")$(runs_in "$other")" ]]; then
+            dd if=/dev/zero of="$small/ballast/1" bs=64k status=none 2>/dev/null || true # until ENOSPC
+            runs_in "$other" >"$w.other-at-fill"; runs_in "$small" >"$w.small-at-fill"
+            echo "filled the tmpfs: $(( $(du -sb "$small/ballast" | cut -f1) >> 20 )) MiB written, $(df -B1 --output=avail "$small" | tail -1 | tr -d ' ') bytes left, as the sort's first runs landed ($(wc -l <"$w.small-at-fill") on it, $(wc -l <"$w.other-at-fill") on the other dir)" >>"$w.log"
+            echo full >"$w.state"
+          fi ;;
+        full)
+          new_other="$(comm -13 "$w.other-at-fill" <(runs_in "$other") | wc -l)"
+          if ((new_other >= 2)); then
+            new_small="$(comm -13 "$w.small-at-fill" <(runs_in "$small") | wc -l)"
+            rm -rf "$small/ballast"
+            runs_in "$small" >"$w.small-at-free"
+            echo "$new_small" >"$w.while-full"
+            echo "while it was full: $new_other new runs on the other dir, $new_small on the tmpfs; freed it" >>"$w.log"
+            echo freed >"$w.state"
+          fi ;;
+        freed)
+          back="$(comm -13 "$w.small-at-free" <(runs_in "$small") | wc -l)"
+          if ((back >= 1)); then
+            echo "freed: a new run on the tmpfs again" >>"$w.log"
+            echo back >"$w.state"
+          fi ;;
+      esac
+    done
+    sleep 0.05
+  done
+  rm -rf "$cluster/worker1/small/ballast" "$cluster/worker2/small/ballast"
+}
+
+# Off-heap mode: every step of ClusterDemo (the plugin in each executor, a killed executor's
+# orphan swept, a native SQL sort spilling, then a hash aggregate taking the execution memory, and
+# a local dir that fills during a sort), the executors' updates every 500 ms for step 6.
+executor_cgroups offheap $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+fill_while_sorting &
+filler_pid=$!
+run_demo offheap "all $fault" \
+  --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+  --conf spark.executor.memoryOverhead=${overhead_mib}m --conf spark.spillway.ui.updateInterval=500ms
+wait "$filler_pid" || true
+filler_pid=""
+# The next application's executors on those workers swept at their start what the killed one left.
+swept_at_start="$(awk '/^spill: executor/ { for (i = 1; i < NF; i++) if ($i == "start") { n += $(i + 1) } } END { print n + 0 }' "$cluster/offheap.out")"
+log "killed: the next application's first executors swept $swept_at_start orphaned plan dir(s) at their start, of the $left_by_killed the killed one left"
+for i in 1 2; do
+  sed "s/^/  worker $i: /" "$fault/worker$i.log" 2>/dev/null || true
+  if [[ "$(cat "$fault/worker$i.state" 2>/dev/null)" != back ]]; then
+    log "full local dir: worker $i's tmpfs did not fill, free and take a run again during the sort (state: $(cat "$fault/worker$i.state" 2>/dev/null || echo none))"; failed=1
+  elif [[ "$(cat "$fault/worker$i.while-full")" -ne 0 ]]; then
+    log "full local dir: new runs landed on worker $i's tmpfs while it was full"; failed=1
+  fi
 done
+check_cgroups offheap "${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead"
+
+# On-heap mode: the sort and the aggregate, in two shuffle partitions, so that each executor sorts
+# its whole share at once and is granted all the execution memory there is.
+executor_cgroups onheap $(( (executor_memory_mib + onheap_overhead_mib) << 20 ))
+run_demo onheap onheap \
+  --conf spark.executor.memoryOverhead=${onheap_overhead_mib}m \
+  --conf spark.sql.shuffle.partitions=2 --conf spark.sql.adaptive.coalescePartitions.enabled=false
+check_cgroups onheap "${executor_memory_mib}m heap + ${onheap_overhead_mib}m overhead: ${overhead_mib}m + 0.6 x (${executor_memory_mib}m - 300m)"
+
+# ---- Sustained SQL load (spillway.demo.ClusterSoak), CLUSTER_SOAK_SECONDS long; 0 skips it ----
+# Off-heap mode, sized as the first application; CLUSTER_SOAK_SORT=spark runs the same load on
+# Spark's own sort, the baseline.
+soak_seconds="${CLUSTER_SOAK_SECONDS:-0}"
+if ((soak_seconds > 0)); then
+  executor_cgroups soak $(( (executor_memory_mib + offheap_mib + overhead_mib) << 20 ))
+  soak_status=0 t0=$(date +%s)
+  log "soak: spark-submit of spillway.demo.ClusterSoak for $soak_seconds s"
+  timeout $(( soak_seconds + ${SPARK_TEST_TIMEOUT:-600} )) "$SPARK_HOME/bin/spark-submit" \
+    --class spillway.demo.ClusterSoak "${demo_args[@]}" \
+    --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=${offheap_mib}m \
+    --conf spark.executor.memoryOverhead=${overhead_mib}m \
+    "$demo_jar" "$soak_seconds" 2 "${CLUSTER_SOAK_SORT:-spillway}" >"$cluster/soak.out" 2>"$cluster/soak.err" || soak_status=$?
+  sed 's/^/  /' "$cluster/soak.out"
+  if [[ $soak_status -ne 0 ]] || [[ "$(tail -1 "$cluster/soak.out")" != "cluster-soak-result=passed" ]]; then
+    tail -40 "$cluster/soak.err" >&2
+    die "soak: the application failed (status $soak_status); logs in $cluster"
+  fi
+  log "soak: passed in $(( $(date +%s) - t0 )) s"
+  check_cgroups soak "${executor_memory_mib}m heap + ${offheap_mib}m off-heap + ${overhead_mib}m overhead"
+fi
 
 # ---- Nothing of Spillway left under the cluster's dirs (plan dirs, owner locks) ----
 # Plan dirs are directories (the workers' copies of spillway-demo_*.jar are not); owner locks, files.
