@@ -40,7 +40,7 @@ import spillway.sql.SpillwaySortRule
  * own sort off (`spark.comet.exec.sort.enabled=false`), so that Spillway takes every sort under
  * Comet's scan and shuffle. Needs Comet's jar on the classpath (the 4.1 line's test classpath has
  * it) for the Comet ways. `orders` picks the sort's input orders by key (`dbgen`, the default;
- * `random`, `sorted`, `reverse`, `few`; see [[Order]]): every shape runs on each.
+ * `random`, `generated`, `sorted`, `reverse`, `few`; see [[Order]]): every shape runs on each.
  */
 object SortShapesBench extends AdaptiveSparkPlanHelper {
   /**
@@ -66,9 +66,9 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
 
   /**
    * The order lineitem's rows come in, the sort's input: the table is rewritten so (once, kept
-   * under the data dir's `orders/`), and each shape's query reads it as `lineitem`. The sort
-   * reads its input through a range shuffle, so a stage's task gets the rows of every map task in
-   * turn: input sorted its way comes as one sorted stretch per map task.
+   * under the data dir's `sort-inputs/`, beside TPC-H's tables), and each shape's query reads it
+   * as `lineitem`. The sort reads its input through a range shuffle, so a stage's task gets the
+   * rows of every map task in turn: input sorted its way comes as one sorted stretch per map task.
    */
   sealed abstract class Order(val key: String, val about: String)
   /** As dbgen writes lineitem: by order key, each order's lines together. */
@@ -79,9 +79,15 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   case object Sorted extends Order("sorted", "already sorted by the shape's keys")
   /** Sorted by the shape's keys the other way round. */
   case object Reverse extends Order("reverse", "sorted by the shape's keys in reverse")
+  /**
+   * lineitem's columns generated anew, each from its own hash of the row's number within TPC-H's
+   * ranges (the comments cut from a pool of dbgen's own): every column in no particular order, and
+   * no two columns related, unlike dbgen's rows in any order (see [[generated]]).
+   */
+  case object Generated extends Order("generated", "generated from hashes, each column on its own (TPC-H's ranges)")
   /** Every key column of every shape cut to at most FewKeys values, rows in random order. */
   case object Few extends Order("few", s"few distinct keys (at most $FewKeys values per key column), in random order")
-  val Orders: Seq[Order] = Seq(Dbgen, RandomOrder, Sorted, Reverse, Few)
+  val Orders: Seq[Order] = Seq(Dbgen, RandomOrder, Generated, Sorted, Reverse, Few)
   val FewKeys = 8
 
   /** `cometSort`: Comet's own sort on (`spark.comet.exec.sort.enabled`), in a Comet session. */
@@ -203,8 +209,8 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   /** Where lineitem in `order` for `shape` is: dbgen's table, or one rewritten by [[inputs]]. */
   private def input(data: Path, shape: Shape, order: Order): Path = order match {
     case Dbgen => data.resolve("lineitem")
-    case RandomOrder | Few => data.resolve("orders").resolve(order.key)
-    case Sorted | Reverse => data.resolve("orders").resolve(s"${shape.name}-${order.key}")
+    case RandomOrder | Generated | Few => data.resolve("sort-inputs").resolve(order.key)
+    case Sorted | Reverse => data.resolve("sort-inputs").resolve(s"${shape.name}-${order.key}")
   }
 
   /**
@@ -224,6 +230,7 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
         val rows = order match {
           case RandomOrder => lineitem.orderBy(expr("xxhash64(l_orderkey, l_linenumber)"))
           case Few => few(lineitem).orderBy(expr("xxhash64(l_orderkey, l_linenumber, l_partkey)"))
+          case Generated => generated(spark, lineitem)
           case Sorted => lineitem.orderBy(sortKeys(shape.inputKeys, reverse = false): _*)
           case Reverse => lineitem.orderBy(sortKeys(shape.inputKeys, reverse = true): _*)
           case Dbgen => lineitem
@@ -253,6 +260,42 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       "l_shipdate" -> s"date_add(DATE'1995-01-01', CAST($h AS INT))",
       "l_comment" -> s"concat('few keys ', $h)")
     lineitem.select(lineitem.columns.map(c => cut.get(c).fold(lineitem.col(c))(e => expr(s"CAST($e AS ${types(c)})").as(c))).toIndexedSeq: _*)
+  }
+
+  /**
+   * As many rows as lineitem, each column from a hash of the row's number and the column's own
+   * seed, within the ranges TPC-H gives it at SF1 (the orders' keys, parts, suppliers, prices,
+   * dates from 1992 to 1998, the flags, instructions and modes); the comments are 10-43 chars cut
+   * at a hashed offset from a pool of dbgen's own comments. Cast to lineitem's types.
+   */
+  private def generated(spark: SparkSession, lineitem: DataFrame): DataFrame = {
+    import org.apache.spark.sql.functions.lit
+    val types = lineitem.schema.fields.map(f => f.name -> f.dataType.sql).toMap
+    val pool = lineitem.select("l_comment").limit(4000).collect().map(_.getString(0)).mkString(" ")
+    var seed = 0
+    def h(n: Long): String = { seed += 1; s"pmod(xxhash64(id, $seed), $n)" }
+    def pick(values: String*): String = s"element_at(array(${values.map(v => s"'$v'").mkString(", ")}), CAST(${h(values.size.toLong)} AS INT) + 1)"
+    val columns = Seq(
+      "l_orderkey" -> s"${h(6000000)} + 1",
+      "l_partkey" -> s"${h(200000)} + 1",
+      "l_suppkey" -> s"${h(10000)} + 1",
+      "l_linenumber" -> s"${h(7)} + 1",
+      "l_quantity" -> s"${h(50)} + 1",
+      "l_extendedprice" -> s"(${h(10405100)} + 90000) / 100",
+      "l_discount" -> s"${h(11)} / 100",
+      "l_tax" -> s"${h(9)} / 100",
+      "l_returnflag" -> pick("A", "N", "R"),
+      "l_linestatus" -> pick("O", "F"),
+      "l_shipdate" -> s"date_add(DATE'1992-01-02', CAST(${h(2526)} AS INT))",
+      "l_commitdate" -> s"date_add(DATE'1992-01-31', CAST(${h(2466)} AS INT))",
+      "l_receiptdate" -> s"date_add(DATE'1992-01-03', CAST(${h(2555)} AS INT))",
+      "l_shipinstruct" -> pick("DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"),
+      "l_shipmode" -> pick("REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"),
+      "l_comment" -> s"substr(pool, CAST(${h(pool.length - 43L)} AS INT) + 1, CAST(${h(34)} AS INT) + 10)").toMap
+    val missing = lineitem.columns.filterNot(columns.contains)
+    require(missing.isEmpty, s"no generator for lineitem's ${missing.mkString(", ")}")
+    spark.range(0, lineitem.count(), 1, lineitem.rdd.getNumPartitions).withColumn("pool", lit(pool))
+      .select(lineitem.columns.map(c => expr(s"CAST(${columns(c)} AS ${types(c)})").as(c)).toIndexedSeq: _*)
   }
 
   /** An ORDER BY list (`a, b DESC`) as columns, each the other way round with `reverse` (nulls last then, as Spark's DESC). */
