@@ -268,10 +268,13 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
    * dates from 1992 to 1998, the flags, instructions and modes); the comments are 10-43 chars cut
    * at a hashed offset from a pool of dbgen's own comments. Cast to lineitem's types.
    */
+  private val CommentPool = 100 // comments, about 2.7 KB
+
   private def generated(spark: SparkSession, lineitem: DataFrame): DataFrame = {
     import org.apache.spark.sql.functions.lit
     val types = lineitem.schema.fields.map(f => f.name -> f.dataType.sql).toMap
-    val pool = lineitem.select("l_comment").limit(4000).collect().map(_.getString(0)).mkString(" ")
+    // Small: a substring of a string is found by walking its chars from the start.
+    val pool = lineitem.select("l_comment").limit(CommentPool).collect().map(_.getString(0)).mkString(" ")
     var seed = 0
     def h(n: Long): String = { seed += 1; s"pmod(xxhash64(id, $seed), $n)" }
     def pick(values: String*): String = s"element_at(array(${values.map(v => s"'$v'").mkString(", ")}), CAST(${h(values.size.toLong)} AS INT) + 1)"
@@ -291,11 +294,13 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       "l_receiptdate" -> s"date_add(DATE'1992-01-03', CAST(${h(2555)} AS INT))",
       "l_shipinstruct" -> pick("DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"),
       "l_shipmode" -> pick("REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"),
-      "l_comment" -> s"substr(pool, CAST(${h(pool.length - 43L)} AS INT) + 1, CAST(${h(34)} AS INT) + 10)").toMap
+      "l_comment" -> "").toMap
+    // The pool is a literal of the comment's expression, not a column: a column would be copied into every row.
+    val comment = lit(pool).substr(expr(s"CAST(${h(pool.length - 43L)} AS INT) + 1"), expr(s"CAST(${h(34)} AS INT) + 10"))
     val missing = lineitem.columns.filterNot(columns.contains)
     require(missing.isEmpty, s"no generator for lineitem's ${missing.mkString(", ")}")
-    spark.range(0, lineitem.count(), 1, lineitem.rdd.getNumPartitions).withColumn("pool", lit(pool))
-      .select(lineitem.columns.map(c => expr(s"CAST(${columns(c)} AS ${types(c)})").as(c)).toIndexedSeq: _*)
+    spark.range(0, lineitem.count(), 1, lineitem.rdd.getNumPartitions)
+      .select(lineitem.columns.map(c => (if (c == "l_comment") comment else expr(s"CAST(${columns(c)} AS ${types(c)})")).as(c)).toIndexedSeq: _*)
   }
 
   /** An ORDER BY list (`a, b DESC`) as columns, each the other way round with `reverse` (nulls last then, as Spark's DESC). */
