@@ -15,6 +15,7 @@
 #                           server of its own: `java -jar $SPILLWAY_S3_JAR --properties FILE` with
 #                           the properties above, its own endpoint and basedir, and the same
 #                           access and secret keys (spill/internal/s3server does that)
+#   SPILLWAY_S3_PID         the server's process id, for a benchmark that counts the server's CPU
 #
 # The jar (jar-with-dependencies, S3PROXY_VERSION) is fetched into the local Maven repository
 # with mvn on first use. Needs java (17) and mvn. Every wait is bounded.
@@ -81,5 +82,5 @@ echo "s3-server: s3proxy $S3PROXY_VERSION on 127.0.0.1:$port, bucket $bucket"
 status=0
 SPILLWAY_S3_ENDPOINT="http://127.0.0.1:$port" SPILLWAY_S3_ACCESS_KEY="$access" \
 	SPILLWAY_S3_SECRET_KEY="$secret" SPILLWAY_S3_BUCKET="$bucket" SPILLWAY_S3_DATA="$work/data/$bucket" \
-	SPILLWAY_S3_JAR="$jar" "$@" || status=$?
+	SPILLWAY_S3_JAR="$jar" SPILLWAY_S3_PID="$pid" "$@" || status=$?
 exit "$status"

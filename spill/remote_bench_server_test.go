@@ -34,6 +34,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/spillway/spillway/plan/extsort"
 	"github.com/spillway/spillway/spill"
@@ -151,6 +152,7 @@ func BenchmarkRemoteWrite(b *testing.B) {
 	local := localManager(b)
 
 	var spillTime, rawTime, localTime time.Duration
+	var spillCPU, rawCPU cpuTotal
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
@@ -159,15 +161,19 @@ func BenchmarkRemoteWrite(b *testing.B) {
 		require.NoError(b, lf.Release())
 		for j := range 2 {
 			if (i+j)%2 == 0 {
+				cpu := startCPU()
 				start := time.Now()
 				_, err := c.PutObject(ctx, bucket, rawKey, bytes.NewReader(stored), int64(len(stored)), minio.PutObjectOptions{})
 				rawTime += time.Since(start)
+				rawCPU.add(cpu)
 				require.NoError(b, err)
 				require.NoError(b, c.RemoveObject(ctx, bucket, rawKey, minio.RemoveObjectOptions{}))
 			} else {
+				cpu := startCPU()
 				start := time.Now()
 				f := writeSpill(b, m, data)
 				spillTime += time.Since(start)
+				spillCPU.add(cpu)
 				require.Equal(b, int64(len(stored)), f.Size())
 				require.NoError(b, f.Release())
 			}
@@ -180,6 +186,8 @@ func BenchmarkRemoteWrite(b *testing.B) {
 	b.ReportMetric(rawTime.Seconds()/spillTime.Seconds(), "spill/raw")
 	b.ReportMetric(float64(len(stored))/float64(len(data)), "stored/plain")
 	reportFloor(b, n, spillTime, rawTime, localTime)
+	spillCPU.report(b, "spill", n)
+	rawCPU.report(b, "raw", n)
 }
 
 // reportFloor reports local-MB/s, the same spill file's bytes through a local file (framing,
@@ -230,6 +238,7 @@ func BenchmarkRemoteRead(b *testing.B) {
 	lf := writeLocal(b, localManager(b), data)
 
 	var spillTime, rawTime, localTime time.Duration
+	var spillCPU, rawCPU cpuTotal
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
@@ -241,20 +250,24 @@ func BenchmarkRemoteRead(b *testing.B) {
 		require.NoError(b, r.Close())
 		for j := range 2 {
 			if (i+j)%2 == 0 {
+				cpu := startCPU()
 				start := time.Now()
 				o, err := c.GetObject(ctx, bucket, key, minio.GetObjectOptions{})
 				require.NoError(b, err)
 				n, err := io.Copy(io.Discard, o)
 				rawTime += time.Since(start)
+				rawCPU.add(cpu)
 				require.NoError(b, err)
 				require.Equal(b, f.Size(), n)
 				require.NoError(b, o.Close())
 			} else {
+				cpu := startCPU()
 				start := time.Now()
 				r, err := f.OpenReader(spill.ReaderOptions{})
 				require.NoError(b, err)
 				n, err := io.Copy(io.Discard, r)
 				spillTime += time.Since(start)
+				spillCPU.add(cpu)
 				require.NoError(b, err)
 				require.Equal(b, int64(len(data)), n)
 				require.NoError(b, r.Close())
@@ -267,6 +280,8 @@ func BenchmarkRemoteRead(b *testing.B) {
 	b.ReportMetric(mbps(n, rawTime), "raw-MB/s")
 	b.ReportMetric(rawTime.Seconds()/spillTime.Seconds(), "spill/raw")
 	reportFloor(b, n, spillTime, rawTime, localTime)
+	spillCPU.report(b, "spill", n)
+	rawCPU.report(b, "raw", n)
 }
 
 // mergeRecords are the benchmark's records in the sort's batch format, in batches of one run
@@ -355,4 +370,49 @@ func BenchmarkRemoteMerge16(b *testing.B) {
 	b.ReportMetric(mbps(merged, fast), "fast-MB/s")
 	b.ReportMetric(mbps(merged, slow), "slow-MB/s")
 	b.ReportMetric(fast.Seconds()/slow.Seconds(), "slow/fast")
+}
+
+// cpuSample is the CPU time used so far by this process and by the server (SPILLWAY_S3_PID,
+// from /proc: 0 when it is not set or cannot be read).
+type cpuSample struct{ self, server time.Duration }
+
+// cpuTotal adds up the CPU time of the phases measured with startCPU and add.
+type cpuTotal struct{ self, server time.Duration }
+
+// procCPU is the user and system time of process pid so far, from /proc/<pid>/stat (in clock
+// ticks of 10 ms, the kernel's USER_HZ on every platform Spillway builds for).
+func procCPU(pid string) time.Duration {
+	if pid == "" {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:])) // fields from the state on
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+func startCPU() cpuSample {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return cpuSample{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), server: procCPU(os.Getenv("SPILLWAY_S3_PID"))}
+}
+
+// add adds the CPU time used since s.
+func (t *cpuTotal) add(s cpuSample) {
+	e := startCPU()
+	t.self += e.self - s.self
+	t.server += e.server - s.server
+}
+
+// report reports the client's (this process's) and the server's CPU milliseconds per MB of n
+// bytes, as name-cpu-ms/MB and name-server-cpu-ms/MB: on a machine whose cores the two share,
+// what the way costs the cores in all, whichever of them waits.
+func (t cpuTotal) report(b *testing.B, name string, n int64) {
+	mb := float64(n) / 1e6
+	b.ReportMetric(float64(t.self.Microseconds())/1e3/mb, name+"-cpu-ms/MB")
+	b.ReportMetric(float64(t.server.Microseconds())/1e3/mb, name+"-server-cpu-ms/MB")
 }
