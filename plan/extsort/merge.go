@@ -43,7 +43,7 @@ func (s *Sorter) spillTail() (int64, error) {
 	}
 	s.runs = append(s.runs, r)
 	s.runsCost += r.cost()
-	rd, err := s.openRun(r, true)
+	rd, err := s.openRun(r, true, remoteRunSpan(s.chunk)) // in the memory the tail gave up
 	if err != nil {
 		s.err = err
 		return 0, err
@@ -113,7 +113,7 @@ func (s *Sorter) startMerge() error {
 		}
 		s.stats.MergePasses++ // the final one, into the output
 	}
-	readers, err := s.openRuns(s.runs, true)
+	readers, err := s.openRuns(s.runs, true, min(s.budget-s.mem.memory(), s.mergeBudget())-s.runsCost)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (s *Sorter) mergeGroup(i, g int) error {
 		cost += r.cost()
 	}
 	for rewrites := 0; ; rewrites++ {
-		out, err := s.mergeGroupOnce(group)
+		out, err := s.mergeGroupOnce(group, s.mergeBudget()-cost-s.writeCost)
 		if err == nil {
 			for _, r := range group {
 				s.releaseRun(r)
@@ -213,11 +213,24 @@ func (s *Sorter) mergeGroup(i, g int) error {
 // openersAtOnce bounds the remote runs openRuns opens at once.
 const openersAtOnce = 16
 
-// openRuns opens a reader of each run, or none and fails. The remote runs are opened
-// openersAtOnce at a time: opening one waits for its first GET (its header and first span,
-// spill.ReaderOptions.RemoteSpan), so a merge of many remote runs starts after a few of the
+// countFunc is how many of xs f holds for.
+func countFunc[T any](xs []T, f func(T) bool) int {
+	n := 0
+	for _, x := range xs {
+		if f(x) {
+			n++
+		}
+	}
+	return n
+}
+
+// openRuns opens a reader of each run, or none and fails, the remote runs' spans grown by the
+// spare bytes of the merge's budget beside the runs' costs (remoteSpanIn). The remote runs are
+// opened openersAtOnce at a time: opening one waits for its first GET (its header and first
+// span, spill.ReaderOptions.RemoteSpan), so a merge of many remote runs starts after a few of the
 // store's latencies rather than one a run. The local ones are opened in order.
-func (s *Sorter) openRuns(runs []*run, releaseAtEnd bool) ([]*runReader, error) {
+func (s *Sorter) openRuns(runs []*run, releaseAtEnd bool, spare int64) ([]*runReader, error) {
+	span := remoteSpanIn(s.chunk, spare, countFunc(runs, func(r *run) bool { return r.file.Remote() }))
 	readers := make([]*runReader, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
@@ -228,9 +241,9 @@ func (s *Sorter) openRuns(runs []*run, releaseAtEnd bool) ([]*runReader, error) 
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots; wg.Done() }()
-				readers[i], errs[i] = s.openRun(r, releaseAtEnd)
+				readers[i], errs[i] = s.openRun(r, releaseAtEnd, span)
 			}()
-		} else if readers[i], errs[i] = s.openRun(r, releaseAtEnd); errs[i] != nil {
+		} else if readers[i], errs[i] = s.openRun(r, releaseAtEnd, span); errs[i] != nil {
 			break
 		}
 	}
@@ -247,8 +260,9 @@ func (s *Sorter) openRuns(runs []*run, releaseAtEnd bool) ([]*runReader, error) 
 	return readers, nil
 }
 
-// mergeGroupOnce merges group into a new run, or releases what it wrote and fails.
-func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
+// mergeGroupOnce merges group into a new run, or releases what it wrote and fails; spare is what
+// the merge budget leaves beside the group's costs and the writer's.
+func (s *Sorter) mergeGroupOnce(group []*run, spare int64) (*run, error) {
 	w, err := s.newRunWriter(0) // its WriterMemory is planned for unshuffled
 	if err != nil {
 		return nil, err
@@ -263,7 +277,7 @@ func (s *Sorter) mergeGroupOnce(group []*run) (*run, error) {
 		}
 		s.pass = nil
 	}()
-	readers, err := s.openRuns(group, false)
+	readers, err := s.openRuns(group, false, spare)
 	for ord, rd := range readers {
 		p.heap = append(p.heap, &source{ord: ord, run: rd}) // each closed by the defer, read or not
 	}

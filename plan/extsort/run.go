@@ -46,6 +46,28 @@ const remoteRunSpans = 8
 // remoteRunSpan is the span of a reader of a remote run of chunk-sized chunks.
 func remoteRunSpan(chunk int) int { return remoteRunSpans * chunk }
 
+// maxRemoteRunSpans bounds, in chunks, the span of a remote run's reader in a merge whose budget
+// leaves room beside its runs' costs (remoteSpanIn).
+const maxRemoteRunSpans = 64
+
+// remoteSpanIn is the span of each remote run's reader in a merge of runs that leave spare bytes
+// of its budget beside their costs, remote of them remote: the merge gives the spare to their
+// read-ahead, each run's two spans growing by an equal share of it, in whole chunks, up to
+// maxRemoteRunSpans chunks. A merge of k runs reads each at 1/k of its speed, so spans of
+// spare/2k hide the store's latency L at any speed up to spare/2L, however many runs there are.
+func remoteSpanIn(chunk int, spare int64, remote int) int {
+	base := remoteRunSpan(chunk)
+	if remote == 0 || spare <= 0 {
+		return base
+	}
+	share := spare / int64(remote)
+	span := int(min(int64(base)+share/2/int64(chunk)*int64(chunk), int64(maxRemoteRunSpans*chunk)))
+	for span > base && 2*int64(offheap.Size(span)-offheap.Size(base)) > share {
+		span -= chunk // offheap rounds a span up: keep the share
+	}
+	return span
+}
+
 // remoteSpansCost is what a reader of a remote run holds beside its chunk buffers: two spans,
 // taken from offheap (spill.RemoteReaderMemory for a run of a span or more).
 func remoteSpansCost(chunk int) int64 { return 2 * int64(offheap.Size(remoteRunSpan(chunk))) }
@@ -298,9 +320,10 @@ type runReader struct {
 	releaseAtEnd bool // release the file once read: the final merge, not an intermediate pass
 }
 
-func (s *Sorter) openRun(r *run, releaseAtEnd bool) (*runReader, error) {
+// openRun opens a reader of r; a remote run's reads span bytes by GET (remoteSpanIn).
+func (s *Sorter) openRun(r *run, releaseAtEnd bool, span int) (*runReader, error) {
 	// Its chunk buffers, like its record buffer, are off the Go heap: a merge may hold 64 MiB of them.
-	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true, Buffers: offheap.Allocator{}, RemoteSpan: remoteRunSpan(s.chunk)})
+	rd, err := r.file.OpenReader(spill.ReaderOptions{Synchronous: true, Buffers: offheap.Allocator{}, RemoteSpan: span})
 	if err != nil {
 		return nil, fmt.Errorf("extsort: opening a run: %w", err)
 	}
