@@ -70,3 +70,34 @@ func TestReaderReportsBuffersItCannotHave(t *testing.T) {
 	require.NoError(t, r.Close())
 	assert.Empty(t, bufs.out)
 }
+
+// Memory may be read from any goroutine while the read-ahead grows the chunk buffers (a task's
+// memory report, say): under -race, reading it during a read is no data race, and what it says
+// is the buffers held, within twice ReaderMemory, and 0 once closed.
+func TestReaderMemoryMayBeReadWhileItReadsAhead(t *testing.T) {
+	const chunk = 4096
+	data := compressibleBytes(64*chunk, 5)
+	file := encode(t, data, chunkfile.Options{Codec: chunkfile.LZ4, ChunkSize: chunk}, false)
+	bufs := &countingBuffers{out: map[*byte]int{}}
+	r, err := chunkfile.NewReader(bytes.NewReader(file), int64(len(file)), nil, chunkfile.ReaderOptions{Buffers: bufs})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	var seen []int
+	go func() {
+		defer close(done)
+		for range 1000 {
+			seen = append(seen, r.Memory())
+		}
+	}()
+	got, err := io.ReadAll(r)
+	<-done
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	for _, n := range seen {
+		require.LessOrEqual(t, n, 2*chunkfile.ReaderMemory(chunk))
+	}
+	require.Greater(t, r.Memory(), 0, "the read-ahead's buffers are counted")
+	require.NoError(t, r.Close())
+	assert.Zero(t, r.Memory())
+	assert.Empty(t, bufs.out)
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 // ReaderOptions tune a Reader.
@@ -42,6 +43,7 @@ type Reader struct {
 
 	dec   decoder // the position of the next chunk to decode; owned by the read-ahead while it runs
 	slots [2]*slot
+	held  atomic.Int64 // bytes of the slots' buffers: Memory, read from any goroutine while the read-ahead grows them
 
 	cur     []byte // the verified bytes of the current chunk not yet read
 	curSlot *slot
@@ -99,15 +101,7 @@ func (r *Reader) Sealed() bool { return r.hdr.seal == sealAESGCM }
 
 // Memory is the bytes of chunk buffers the Reader holds now: at most ReaderMemory of its chunk
 // size when it reads synchronously, twice that with read-ahead.
-func (r *Reader) Memory() int {
-	n := 0
-	for _, s := range r.slots {
-		if s != nil {
-			n += cap(s.stored) + cap(s.plain) + cap(s.shuffled)
-		}
-	}
-	return n
-}
+func (r *Reader) Memory() int { return int(r.held.Load()) }
 
 // ReaderMemory bounds what Memory returns for a synchronous Reader of a file of chunkSize: one
 // chunk's stored bytes with the next chunk's header, and one chunk decompressed. A shuffled file
@@ -342,6 +336,7 @@ func (r *Reader) Close() error {
 		}
 	}
 	r.cur, r.curSlot, r.slots = nil, nil, [2]*slot{}
+	r.held.Store(0)
 	return nil
 }
 
@@ -351,15 +346,18 @@ func (r *Reader) grow(b []byte, n int) ([]byte, error) {
 	if cap(b) >= n {
 		return b, nil
 	}
+	var grown []byte
 	if r.buffers == nil {
-		return make([]byte, n), nil
+		grown = make([]byte, n)
+	} else {
+		var err error
+		if grown, err = r.buffers.Alloc(n); err != nil {
+			return b, err
+		}
+		if b != nil {
+			r.buffers.Free(b)
+		}
 	}
-	grown, err := r.buffers.Alloc(n)
-	if err != nil {
-		return b, err
-	}
-	if b != nil {
-		r.buffers.Free(b)
-	}
+	r.held.Add(int64(cap(grown) - cap(b)))
 	return grown, nil
 }
