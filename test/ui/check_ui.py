@@ -176,9 +176,14 @@ def check_tab(driver, job, where, ui_root):
         driver.refresh()
         row = query_row(driver, spilling["executionId"])
         cell = row.find_element(By.CSS_SELECTOR, "td.disk-bytes")
-        return row if int(cell.get_attribute("data-bytes")) == spilling["diskBytesSpilled"] else None
+        # The peak is sampled as the sort ends and reaches the driver with the executor's next
+        # update (spark.spillway.ui.updateInterval): wait for that too, on the same page load.
+        budget = driver.find_elements(By.CSS_SELECTOR, "#spillway-executors tr[data-executor-id='driver'] td.budget")
+        peaked = budget and int(budget[0].get_attribute("data-peak-bytes")) > 0
+        return row if peaked and int(cell.get_attribute("data-bytes")) == spilling["diskBytesSpilled"] else None
     try:
-        row = wait_for(60, "%s: query %d with %d bytes on disk" % (where, spilling["executionId"], spilling["diskBytesSpilled"]),
+        row = wait_for(60, "%s: query %d with %d bytes on disk, and a peak of bytes in use" %
+                       (where, spilling["executionId"], spilling["diskBytesSpilled"]),
                        spilled_row)
     except Failure:
         driver.save_screenshot(os.path.join(shots, "%s-failed.png" % where))
