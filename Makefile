@@ -236,7 +236,10 @@ spark-suites: lib
 # The primary line then runs spillway.demo.ClusterSoak for CLUSTER_SOAK_SECONDS: concurrent
 # sessions of spilling native SQL sorts, one over its plan limit, one cancelling its queries, while
 # each executor's RSS, descriptors, threads and plan dirs must stay flat. `make cluster-soak` runs
-# it for SOAK_SECONDS (ten minutes).
+# it for SOAK_SECONDS (ten minutes). Last, on each line, the workers start again with one local dir
+# each, a tmpfs of a few MiB, and spillway.demo.ClusterOverflow sorts several times that per
+# executor through the remote tier into s3proxy on loopback (project/s3-server.sh): its input's
+# rows in order, runs in the store, then nothing left in the bucket, on the tmpfs or in a plan dir.
 CLUSTER_LINES := 3.5_2.12 4.1_2.13
 CLUSTER_SOAK_SECONDS ?= 60
 

@@ -27,8 +27,16 @@
 # spillway.demo.ClusterSoak then runs that long on the same cluster (off-heap mode): concurrent
 # spilling SQL sorts with Spark's results, a session over its plan limit refused with
 # SpillLimitExceededException, one cancelling its queries, and each executor's RSS, descriptors,
-# threads and plan dirs flat between its first and last minute. The cluster's state comes from
-# the master's JSON API, never from its log text.
+# threads and plan dirs flat between its first and last minute. Last, after three applications
+# that must fail at once (a bad setting, no library for the platform, another line's jar), the
+# workers are started again with one local dir each, a tmpfs of a few MiB (mounted here, as root,
+# and unmounted on exit), and spillway.demo.ClusterOverflow runs inside project/s3-server.sh
+# (s3proxy on loopback) with the remote tier (spark.spillway.remote.uri) on its bucket: a native
+# SQL sort whose runs are several times that local dir must complete with its input's rows in
+# order, its executors' remote counters and updates and the sort's `remote runs` must show that
+# runs went to the store, and afterwards the bucket must hold no object or part of an upload, the
+# tmpfs nothing of the application, and the cluster's dirs no plan dir. The cluster's state comes
+# from the master's JSON API, never from its log text.
 #
 # Everything lives in build/: the venv (build/pyspark-<version>, kept between runs) and the cluster's
 # dirs and logs (build/cluster-<line>, fresh each run). Loopback only; every wait is bounded; the master,
@@ -39,7 +47,8 @@
 # Environment: PYTHON (default python3), SPARK_TEST_TIMEOUT (seconds for spark-submit, default 600),
 # CLUSTER_SOAK_SECONDS (the soak's length; default 0, no soak), CLUSTER_SOAK_SORT (spark: the soak's
 # load on Spark's own sort, its baseline).
-# Needs the line's product and demo jars: run through `make cluster-test`, which builds them.
+# Needs the line's product and demo jars: run through `make cluster-test`, which builds them; and
+# java and mvn for project/s3-server.sh (which fetches s3proxy on first use).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,6 +139,15 @@ start_daemon() { # log-file class args...
   local logfile="$1"; shift
   setsid "$SPARK_HOME/bin/spark-class" "$@" >"$logfile" 2>&1 </dev/null &
   pgids+=("$!") # setsid with a fresh process: its pid is the group id
+}
+stop_daemon() { # pgid: stops a daemon of start_daemon as the cleanup does (its group), and forgets it
+  local g="$1" p kept=()
+  kill -TERM -- "-$g" 2>/dev/null || true
+  for _ in $(seq 1 50); do kill -0 -- "-$g" 2>/dev/null || break; sleep 0.2; done # up to 10 s
+  kill -KILL -- "-$g" 2>/dev/null || true
+  wait "$g" 2>/dev/null || true
+  for p in "${pgids[@]}"; do [[ "$p" == "$g" ]] || kept+=("$p"); done
+  pgids=("${kept[@]}")
 }
 
 wait_for() { # seconds description command...
@@ -229,17 +247,26 @@ check_cgroups() {
 # applications (shuffles, the aggregate's spills) land on it too, half of them (up to some 140 MB
 # seen): 384 MiB holds them with room to spare. Its pages count in the memory of whoever wrote them.
 small_mib=384
-for i in 1 2; do
-  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/small" "$cluster/worker$i/work"
-  mount -t tmpfs -o "size=${small_mib}m,mode=0755" spillway-cluster-small "$cluster/worker$i/small" ||
-    die "could not mount a tmpfs on $cluster/worker$i/small (run as root)"
-  mounts+=("$cluster/worker$i/small")
-  # One core per worker: the two executors run on different workers, and a killed executor's
-  # replacement starts on the worker it died on, in the same application dir.
-  SPARK_LOCAL_DIRS="$cluster/worker$i/local,$cluster/worker$i/small" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$i/cgroup" \
-    start_daemon "$cluster/worker$i.log" \
+mount_tmpfs() { # dir MiB: a tmpfs there, unmounted on exit
+  mkdir -p "$1"
+  mount -t tmpfs -o "size=${2}m,mode=0755" "spillway-cluster-${1##*/}" "$1" || die "could not mount a tmpfs on $1 (run as root)"
+  mounts+=("$1")
+}
+# start_worker N LOCAL-DIRS LOG: worker N, its executors' local dirs LOCAL-DIRS (comma-separated).
+# One core per worker: the two executors run on different workers, and a killed executor's
+# replacement starts on the worker it died on, in the same application dir.
+worker_pgids=()
+start_worker() {
+  SPARK_LOCAL_DIRS="$2" JAVA_HOME="$cluster/java-home" SPILLWAY_EXECUTOR_CGROUP_FILE="$cluster/worker$1/cgroup" \
+    start_daemon "$3" \
     org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --port 0 --webui-port 0 \
-    --cores 1 --memory 1g --work-dir "$cluster/worker$i/work" "$master"
+    --cores 1 --memory 1g --work-dir "$cluster/worker$1/work" "$master"
+  worker_pgids+=("${pgids[-1]}")
+}
+for i in 1 2; do
+  mkdir -p "$cluster/worker$i/local" "$cluster/worker$i/work"
+  mount_tmpfs "$cluster/worker$i/small" "$small_mib"
+  start_worker "$i" "$cluster/worker$i/local,$cluster/worker$i/small" "$cluster/worker$i.log"
 done
 registered() { [[ "$(master_state workers 2>/dev/null)" -ge 2 ]]; }
 wait_for 120 "two workers to register (see $cluster/worker*.log)" registered
@@ -429,19 +456,23 @@ fi
 # vanishes between its listing and its opening (seen in CI), so a scan that failed only on
 # vanished paths is run again.
 scan_left() { find "$cluster" -ignore_readdir_race \( -type d -name 'spillway-*' -o -name '.spillway-*' \) -print; }
-for attempt in 1 2 3 4 5; do
-  if left="$(scan_left 2>"$cluster/find.err")"; then break; fi
-  if grep -qv 'No such file or directory' "$cluster/find.err" || ((attempt == 5)); then
-    cat "$cluster/find.err" >&2
-    die "could not scan $cluster for what Spillway left behind"
+check_left() { # after-what
+  local attempt left
+  for attempt in 1 2 3 4 5; do
+    if left="$(scan_left 2>"$cluster/find.err")"; then break; fi
+    if grep -qv 'No such file or directory' "$cluster/find.err" || ((attempt == 5)); then
+      cat "$cluster/find.err" >&2
+      die "could not scan $cluster for what Spillway left behind"
+    fi
+    sleep 1
+  done
+  if [[ -n "$left" ]]; then
+    log "left behind after $1:"; echo "$left"; failed=1
+  else
+    log "no plan dir or owner lock left under $cluster after $1"
   fi
-  sleep 1
-done
-if [[ -n "$left" ]]; then
-  log "left behind:"; echo "$left"; failed=1
-else
-  log "no plan dir or owner lock left under $cluster"
-fi
+}
+check_left "the applications"
 copies="$(find "$cluster/tmp" -name 'libspillway-*' | wc -l)"
 log "extracted library copies left in the JVMs' tmp dir: $copies"
 [[ $copies -eq 0 ]] || failed=1
@@ -513,6 +544,57 @@ grep -qsF "use io.github.spillway:$(line_artifact "$line"):$(spillway_version) i
   { log "wrong-jar: the error does not name $(line_artifact "$line")"; failed=1; }
 [[ $last_apps -eq 0 ]] || { log "wrong-jar: the application reached the master"; failed=1; }
 unset submit_jar
+
+# ---- A sort larger than the executors' local dirs, through the remote tier ----
+# The workers are stopped and started again, each with one local dir only: a tmpfs the size of
+# Spark's copy of the application's jars there (its fetch cache) and 4 MiB more (mounted here,
+# unmounted on exit). Inside project/s3-server.sh (s3proxy on loopback, its bucket's files in
+# SPILLWAY_S3_DATA), spillway.demo.ClusterOverflow runs a native sort within partitions (no
+# shuffle: nothing of Spark's own outgrows the tmpfs) whose runs are several times that local dir
+# per executor, with spark.spillway.remote.uri on the bucket, in on-heap mode under the memory
+# cgroups. It checks the result (count, digest and order against its input's), each executor's
+# remote counters and updates, the sort's `remote runs`, and, once it stopped, that the bucket
+# holds no file (cluster-overflow-result=passed). Then the workers must have removed the
+# application's dirs from their tmpfs, and no plan dir may be left under the cluster's dirs.
+tiny_mib=$(( (($(stat -c %s "$jar") + $(stat -c %s "$demo_jar") + (1 << 20) - 1) >> 20) + 4 ))
+t0=$(date +%s)
+for g in "${worker_pgids[@]}"; do stop_daemon "$g"; done
+worker_pgids=()
+no_worker() { [[ "$(master_state workers 2>/dev/null)" == 0 ]]; }
+wait_for 60 "the master to see the workers gone" no_worker
+for i in 1 2; do
+  mount_tmpfs "$cluster/worker$i/tiny" "$tiny_mib"
+  start_worker "$i" "$cluster/worker$i/tiny" "$cluster/worker$i-overflow.log"
+done
+wait_for 120 "two workers to register again (see $cluster/worker*-overflow.log)" registered
+log "overflow: the workers started again in $(( $(date +%s) - t0 )) s, each with a $tiny_mib MiB tmpfs as its only local dir"
+executor_cgroups overflow $(( (executor_memory_mib + onheap_overhead_mib) << 20 ))
+overflow_status=0
+log "overflow: spark-submit of spillway.demo.ClusterOverflow inside project/s3-server.sh"
+project/s3-server.sh timeout "${SPARK_TEST_TIMEOUT:-600}" "$SPARK_HOME/bin/spark-submit" \
+  --class spillway.demo.ClusterOverflow "${demo_args[@]}" \
+  --conf spark.executor.memoryOverhead=${onheap_overhead_mib}m \
+  "$demo_jar" 2 >"$cluster/overflow.out" 2>"$cluster/overflow.err" || overflow_status=$?
+sed 's/^/  /' "$cluster/overflow.out"
+if [[ $overflow_status -ne 0 ]] || [[ "$(tail -1 "$cluster/overflow.out")" != "cluster-overflow-result=passed" ]]; then
+  tail -40 "$cluster/overflow.err" >&2
+  die "overflow: the application failed (status $overflow_status); logs in $cluster"
+fi
+check_cgroups overflow "${executor_memory_mib}m heap + ${onheap_overhead_mib}m overhead"
+# The workers remove an application's dirs once it has ended: what may stay on each tmpfs is the
+# worker's own root dir (spark-*, removed as the worker stops), empty.
+tiny_left() {
+  local d
+  for d in "$cluster"/worker[12]/tiny; do find "$d" -mindepth 1 \( -path "$d/*/*" -o ! -name 'spark-*' -o ! -type d \) -print; done 2>/dev/null || true
+}
+for _ in $(seq 1 150); do [[ -z "$(tiny_left)" ]] && break; sleep 0.2; done # up to 30 s
+if [[ -n "$(tiny_left)" ]]; then
+  log "overflow: left on the workers' tmpfs 30 s after the application:"; tiny_left | head -20; failed=1
+else
+  log "overflow: the workers' tmpfs hold nothing but each worker's own empty root dir (used: $(df -k --output=used "$cluster"/worker[12]/tiny | tail -n +2 | tr -d ' ' | paste -sd ' ' | sed 's/ / and /') KiB)"
+fi
+check_left "the overflow"
+log "overflow: done in $(( $(date +%s) - t0 )) s"
 
 ((failed == 0)) || die "FAILED; logs in $cluster"
 log "passed in $(( $(date +%s) - started )) s"
