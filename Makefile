@@ -135,11 +135,13 @@ test-remote:
 # with 20 ms added to every request by the fault proxy against the same merge with none, each
 # beside its baseline in every iteration (spill/remote_bench_server_test.go). Prints a table of
 # MB/s and ratios (project/bench-remote-table.awk); the raw output is in build/bench/remote.txt.
-# About 3 minutes on 2 cores; BENCH_REMOTE_RUNS iterations of each.
+# About a minute on 2 cores; BENCH_REMOTE_RUNS iterations of each. With BENCH_REMOTE_SPLIT=1 the
+# server runs on CPU 1 and the benchmark on CPU 0, a core each, as with a store on other machines.
 BENCH_REMOTE_RUNS ?= 3
 bench-remote:
 	mkdir -p build/bench
-	project/s3-server.sh go test -tags s3server -run '^$$' -bench '^BenchmarkRemote' \
+	$(if $(BENCH_REMOTE_SPLIT),SPILLWAY_S3_CPUS=1) project/s3-server.sh $(if $(BENCH_REMOTE_SPLIT),taskset -c 0) \
+		go test -tags s3server -run '^$$' -bench '^BenchmarkRemote' \
 		-benchtime $(BENCH_REMOTE_RUNS)x -timeout 15m ./spill/ | tee build/bench/remote.txt
 	awk -f project/bench-remote-table.awk build/bench/remote.txt
 

@@ -17,6 +17,9 @@
 #                           access and secret keys (spill/internal/s3server does that)
 #   SPILLWAY_S3_PID         the server's process id, for a benchmark that counts the server's CPU
 #
+# With SPILLWAY_S3_CPUS set (a taskset CPU list), the server runs on those CPUs only: a benchmark
+# that gives the server cores of its own, as a store on other machines has.
+#
 # The jar (jar-with-dependencies, S3PROXY_VERSION) is fetched into the local Maven repository
 # with mvn on first use. Needs java (17) and mvn. Every wait is bounded.
 #
@@ -66,7 +69,9 @@ jclouds.identity=$access
 jclouds.credential=$secret
 jclouds.filesystem.basedir=$work/data
 EOF
-java -jar "$jar" --properties "$work/s3proxy.conf" >"$work/s3proxy.log" 2>&1 &
+pin=()
+[[ -z "${SPILLWAY_S3_CPUS:-}" ]] || pin=(taskset -c "$SPILLWAY_S3_CPUS")
+"${pin[@]}" java -jar "$jar" --properties "$work/s3proxy.conf" >"$work/s3proxy.log" 2>&1 &
 pid=$!
 
 # Up once it answers HTTP at all (an unsigned request gets 403): at most 60 s.
