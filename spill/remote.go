@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +191,25 @@ type partSend struct {
 
 var _ Handle = (*remoteFile)(nil)
 
+// singleThread is whether Go runs goroutines on one thread (GOMAXPROCS 1 at start: an executor
+// limited to one core).
+var singleThread = runtime.GOMAXPROCS(0) == 1
+
+// yieldToBackground lets a request in flight until done (a part being sent, a span being
+// fetched) move the bytes waiting in its socket. On one thread the caller's compressing or
+// decoding would hold it until the scheduler preempts it, so the request and the caller would take
+// turns instead of overlapping. Called once a chunk, a cheap call; with more threads, none.
+func yieldToBackground(done <-chan struct{}) {
+	if !singleThread {
+		return
+	}
+	select {
+	case <-done:
+	default:
+		runtime.Gosched()
+	}
+}
+
 func newRemoteFile(rt *Remote, stats *Stats, key string) *remoteFile {
 	return &remoteFile{rt: rt, stats: stats, key: key, location: rt.store.Location() + "/" + key, buf: partBuffers.Get().(*[]byte)}
 }
@@ -213,6 +233,7 @@ func (h *remoteFile) WriteAt(p []byte, off int64) (int, error) {
 				return 0, h.fail(err)
 			}
 		default:
+			yieldToBackground(ps.done)
 		}
 	}
 	for rest := p; len(rest) > 0; {

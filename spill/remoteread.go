@@ -85,6 +85,7 @@ func (r *remoteSpans) ReadAt(p []byte, off int64) (int, error) {
 		if c := r.cur; c.data != nil && off >= c.off && off < c.off+int64(len(c.data)) {
 			n := copy(p, c.data[off-c.off:])
 			p, off, total = p[n:], off+int64(n), total+n
+			r.yieldToFetch()
 			continue
 		}
 		if err := r.load(off); err != nil {
@@ -135,6 +136,13 @@ func (r *remoteSpans) load(off int64) error {
 	r.cur = span{off: off, buf: buf, data: buf[:n]}
 	r.fetchAhead(off + int64(n))
 	return nil
+}
+
+// yieldToFetch lets the fetch in flight, if any, receive what has arrived (yieldToBackground).
+func (r *remoteSpans) yieldToFetch() {
+	if a := r.ahead; a != nil {
+		yieldToBackground(a.done)
+	}
 }
 
 // fetch reads the span from off into buf, as much of it as the file holds past off.
