@@ -81,8 +81,8 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   case object Reverse extends Order("reverse", "sorted by the shape's keys in reverse")
   /**
    * lineitem's columns generated anew, each from its own hash of the row's number within TPC-H's
-   * ranges (the comments cut from a pool of dbgen's own): every column in no particular order, and
-   * no two columns related, unlike dbgen's rows in any order (see [[generated]]).
+   * ranges (the comments of words drawn by hashes from dbgen's): every column in no particular
+   * order, and no two columns related, unlike dbgen's rows in any order (see [[generated]]).
    */
   case object Generated extends Order("generated", "generated from hashes, each column on its own (TPC-H's ranges)")
   /** Every key column of every shape cut to at most FewKeys values, rows in random order. */
@@ -265,16 +265,18 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
   /**
    * As many rows as lineitem, each column from a hash of the row's number and the column's own
    * seed, within the ranges TPC-H gives it at SF1 (the orders' keys, parts, suppliers, prices,
-   * dates from 1992 to 1998, the flags, instructions and modes); the comments are 10-43 chars cut
-   * at a hashed offset from a pool of dbgen's own comments. Cast to lineitem's types.
+   * dates from 1992 to 1998, the flags, instructions and modes); each comment is CommentWords words
+   * drawn by hashes from the words of dbgen's comments, cut at a hashed offset to 10-43 chars, so
+   * that no two rows' comments are alike and lz4 finds in them what it finds in words, no more. Cast
+   * to lineitem's types.
    */
-  private val CommentPool = 100 // comments, about 2.7 KB
+  private val CommentPool = 100 // dbgen's comments whose words make the generated ones: about 400
+  private val CommentWords = 12 // more than 43 chars of dbgen's words, from any offset of the first
 
   private def generated(spark: SparkSession, lineitem: DataFrame): DataFrame = {
-    import org.apache.spark.sql.functions.lit
     val types = lineitem.schema.fields.map(f => f.name -> f.dataType.sql).toMap
-    // Small: a substring of a string is found by walking its chars from the start.
-    val pool = lineitem.select("l_comment").limit(CommentPool).collect().map(_.getString(0)).mkString(" ")
+    val words = lineitem.select("l_comment").limit(CommentPool).collect()
+      .flatMap(_.getString(0).split(" ")).filter(_.nonEmpty).distinct.sorted
     var seed = 0
     def h(n: Long): String = { seed += 1; s"pmod(xxhash64(id, $seed), $n)" }
     def pick(values: String*): String = s"element_at(array(${values.map(v => s"'$v'").mkString(", ")}), CAST(${h(values.size.toLong)} AS INT) + 1)"
@@ -294,13 +296,17 @@ object SortShapesBench extends AdaptiveSparkPlanHelper {
       "l_receiptdate" -> s"date_add(DATE'1992-01-03', CAST(${h(2555)} AS INT))",
       "l_shipinstruct" -> pick("DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"),
       "l_shipmode" -> pick("REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"),
-      "l_comment" -> "").toMap
-    // The pool is a literal of the comment's expression, not a column: a column would be copied into every row.
-    val comment = lit(pool).substr(expr(s"CAST(${h(pool.length - 43L)} AS INT) + 1"), expr(s"CAST(${h(34)} AS INT) + 10"))
+      "l_comment" -> {
+        val wordSeed = { seed += 1; seed } // word i of a row's comment: the hash of (id, wordSeed, i)
+        val vocabulary = words.map(w => s"'${w.replace("\\", "\\\\").replace("'", "\\'")}'").mkString("array(", ", ", ")")
+        val text = s"array_join(transform(sequence(0, ${CommentWords - 1}), i -> element_at($vocabulary, " +
+          s"CAST(pmod(xxhash64(id, $wordSeed, i), ${words.length}) AS INT) + 1)), ' ')"
+        s"substr($text, CAST(${h(4)} AS INT) + 1, CAST(${h(34)} AS INT) + 10)"
+      }).toMap
     val missing = lineitem.columns.filterNot(columns.contains)
     require(missing.isEmpty, s"no generator for lineitem's ${missing.mkString(", ")}")
     spark.range(0, lineitem.count(), 1, lineitem.rdd.getNumPartitions)
-      .select(lineitem.columns.map(c => (if (c == "l_comment") comment else expr(s"CAST(${columns(c)} AS ${types(c)})")).as(c)).toIndexedSeq: _*)
+      .select(lineitem.columns.map(c => expr(s"CAST(${columns(c)} AS ${types(c)})").as(c)).toIndexedSeq: _*)
   }
 
   /** An ORDER BY list (`a, b DESC`) as columns, each the other way round with `reverse` (nulls last then, as Spark's DESC). */
