@@ -5,10 +5,10 @@ import java.nio.file.Paths
 
 import scala.util.Using
 
-import org.apache.spark.{BarrierTaskContext, SparkContext, SparkEnv, TaskContext}
+import org.apache.spark.{SparkContext, SparkEnv, TaskContext}
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerTaskEnd}
 import org.apache.spark.spillway.PluginMetricsProbe
-import org.apache.spark.spillway.demo.{ExecutorIds, ListenerDrain}
+import org.apache.spark.spillway.demo.ListenerDrain
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions.{col, expr, udf}
 
@@ -64,7 +64,6 @@ final case class ExecutorReport(
 object ClusterDemo {
   private val FilesPerTask = 2
   private val BytesPerFile = 2L * 1024 * 1024
-  private val ExecutorWaitMillis = 180L * 1000 // a bound on waiting for executors, not a measurement
 
   def main(args: Array[String]): Unit = {
     val executors = args.headOption.map(_.toInt).getOrElse(2)
@@ -94,7 +93,7 @@ object ClusterDemo {
     val failures = Seq.newBuilder[String]
     def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
 
-    val first = awaitExecutors(sc, executors, replacing = Nil)
+    val first = ClusterExecutors.await(sc, executors)
     println(s"cluster demo: executors ${first.mkString(", ")}")
 
     // 1. Each executor spills.
@@ -142,7 +141,7 @@ object ClusterDemo {
       SparkEnv.get.executorId
     }.collect().head
     println(s"crash: an executor halted mid-spill; the task's retry ran on executor $crashed")
-    val replacement = awaitExecutors(sc, executors, replacing = first)
+    val replacement = ClusterExecutors.await(sc, executors, replacing = first)
     println(s"crash: executors now ${replacement.mkString(", ")}")
     val swept = onEachExecutor(sc, executors)(() => report())
     swept.foreach(r => println(s"after crash: ${describe(r)}"))
@@ -165,7 +164,7 @@ object ClusterDemo {
    * the tasks end (the driver was not killed within [[HoldMillis]]).
    */
   def spillUntilKilled(sc: SparkContext, executors: Int): Unit = {
-    awaitExecutors(sc, executors, replacing = Nil)
+    ClusterExecutors.await(sc, executors)
     onEachExecutor(sc, executors) { () =>
       val plan = TaskSpill.plan()
       val files = (0 until FilesPerTask).map { i =>
@@ -364,34 +363,9 @@ object ClusterDemo {
     failures.result()
   }
 
-  /**
-   * Waits (bounded) until `n` executors are registered, and if `replacing` is not empty, until one
-   * of them is not in `replacing` (a replacement has come); returns their ids.
-   */
-  private def awaitExecutors(sc: SparkContext, n: Int, replacing: Seq[String]): Seq[String] = {
-    val deadline = System.currentTimeMillis() + ExecutorWaitMillis
-    def current: Seq[String] = ExecutorIds(sc).sorted
-    def ready(ids: Seq[String]) = ids.size >= n && (replacing.isEmpty || ids.exists(id => !replacing.contains(id)))
-    while (!ready(current)) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new IllegalStateException(s"waited ${ExecutorWaitMillis / 1000} s for $n executors" +
-          (if (replacing.nonEmpty) s" replacing one of ${replacing.mkString(", ")}" else "") + s"; have ${current.mkString(", ")}")
-      }
-      Thread.sleep(200)
-    }
-    current
-  }
-
-  /**
-   * Runs `body` once on each of `n` single-core executors: a barrier stage of `n` tasks is
-   * launched all at once, one task per free core, so each executor runs exactly one.
-   */
+  /** Runs `body` once on each executor (ClusterExecutors.onEach), by executor id. */
   private def onEachExecutor(sc: SparkContext, n: Int)(body: () => ExecutorReport): Seq[ExecutorReport] =
-    sc.parallelize(0 until n, n).barrier().mapPartitions { _ =>
-      val r = body()
-      BarrierTaskContext.get().barrier() // hold every slot until all ran: no executor runs two
-      Iterator(r)
-    }.collect().toSeq.sortBy(_.executorId)
+    ClusterExecutors.onEach(sc, n)(body).sortBy(_.executorId)
 
   /** Runs inside a task: this executor's state. */
   private def report(planDirs: Seq[String] = Nil, bytesSpilled: Long = 0, logicalBytesSpilled: Long = 0, filesBytesOnDisk: Long = 0): ExecutorReport = {

@@ -6,9 +6,9 @@ import java.nio.file.{Files, Path, Paths}
 
 import scala.util.control.NonFatal
 
-import org.apache.spark.{BarrierTaskContext, SparkEnv}
+import org.apache.spark.SparkEnv
 import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
-import org.apache.spark.spillway.demo.{ExecutorIds, ListenerDrain}
+import org.apache.spark.spillway.demo.ListenerDrain
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
@@ -65,7 +65,6 @@ object ClusterOverflow extends AdaptiveSparkPlanHelper {
   val SortBudget = "8m"
   /** Where the application's remote files go in the bucket. */
   val Prefix = "cluster-overflow"
-  private val ExecutorWaitMillis = 180L * 1000 // bounds, not measurements
   private val UpdateWaitMillis = 30L * 1000
 
   private def env(name: String): String =
@@ -107,7 +106,7 @@ object ClusterOverflow extends AdaptiveSparkPlanHelper {
     val failures = Seq.newBuilder[String]
     def check(ok: Boolean, what: => String): Unit = if (!ok) failures += what
     val sc = spark.sparkContext
-    awaitExecutors(spark, n)
+    ClusterExecutors.await(sc, n)
 
     // The latest update of each executor, as the driver's plugin posts them (the Spillway tab's source).
     val updates = scala.collection.concurrent.TrieMap.empty[String, SpillwayExecutorUpdate]
@@ -227,20 +226,9 @@ object ClusterOverflow extends AdaptiveSparkPlanHelper {
     mix(h ^ v.length)
   }
 
-  /** Waits (bounded) until `n` executors are registered. */
-  private def awaitExecutors(spark: SparkSession, n: Int): Unit = {
-    val deadline = System.currentTimeMillis() + ExecutorWaitMillis
-    while (ExecutorIds(spark.sparkContext).size < n) {
-      if (System.currentTimeMillis() > deadline) {
-        throw new IllegalStateException(s"waited ${ExecutorWaitMillis / 1000} s for $n executors; have ${ExecutorIds(spark.sparkContext).mkString(", ")}")
-      }
-      Thread.sleep(200)
-    }
-  }
-
-  /** Each executor's view, from a barrier stage of one task per executor (one core each). */
+  /** Each executor's view, from a task on each (one core each). */
   private def onEachExecutor(spark: SparkSession, n: Int): Seq[OverflowExecutor] =
-    spark.sparkContext.parallelize(0 until n, n).barrier().mapPartitions { _ =>
+    ClusterExecutors.onEach(spark.sparkContext, n) { () =>
       val localDirs = SparkEnv.get.blockManager.getLocalDiskDirs.toSeq
       val stores = localDirs.map(d => Files.getFileStore(Paths.get(d))).distinct
       val e = OverflowExecutor(
@@ -251,9 +239,8 @@ object ClusterOverflow extends AdaptiveSparkPlanHelper {
         localDirUsedBytes = stores.map(s => s.getTotalSpace - s.getUnallocatedSpace).sum,
         planDirs = DemoFiles.spillwayEntries(OrphanSweep.blockManagerDirs(localDirs)._1, ownerLocks = true),
         counters = NativeStats.read().values.toMap)
-      BarrierTaskContext.get().barrier() // hold every slot until all ran: no executor runs two
-      Iterator(e)
-    }.collect().toSeq.sortBy(_.executorId)
+      e
+    }.sortBy(_.executorId)
 
   /** The regular files under `root`, relative to it. */
   private def filesUnder(root: Path): Seq[String] = {

@@ -9,7 +9,7 @@ import scala.jdk.CollectionConverters._
 import scala.util.Random
 import scala.util.control.NonFatal
 
-import org.apache.spark.{BarrierTaskContext, SparkEnv, TaskContext}
+import org.apache.spark.{SparkEnv, TaskContext}
 import org.apache.spark.sql.{DataFrame, Encoders, SparkSession}
 
 import spillway.{NativeStats, SpillwayConf}
@@ -294,13 +294,11 @@ object ClusterSoak {
     failures.asScala.toSeq
   }
 
-  /** Each executor's id, pid and local dirs, from a barrier stage of one task per executor. */
+  /** Each executor's id, pid and local dirs, from a task on each. */
   private def discover(spark: SparkSession, n: Int): Seq[Executor] =
-    spark.sparkContext.parallelize(0 until n, n).barrier().mapPartitions { _ =>
-      val e = Executor(SparkEnv.get.executorId, ProcessHandle.current().pid(), SparkEnv.get.blockManager.getLocalDiskDirs.toSeq)
-      BarrierTaskContext.get().barrier() // hold every slot until all ran: no executor runs two
-      Iterator(e)
-    }.collect().toSeq.sortBy(_.id)
+    ClusterExecutors.onEach(spark.sparkContext, n) { () =>
+      Executor(SparkEnv.get.executorId, ProcessHandle.current().pid(), SparkEnv.get.blockManager.getLocalDiskDirs.toSeq)
+    }.sortBy(_.id)
 
   /** Each executor's own view now, from a job of a few tasks per executor (some executor may be missed). */
   private def inside(spark: SparkSession, n: Int): Seq[SoakInside] =
